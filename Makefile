@@ -1,0 +1,44 @@
+# Toolgate: `make run` serves the dashboard, API and websockets; `make test` runs the whole suite.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint format bench bootstrap system-deps migrate clean-data
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@touch $(STAMP)
+
+bootstrap: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python -m config.supervisor
+
+system-deps:
+	bash scripts/system-deps.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	TOOLGATE_EMBEDDED_DB_AUTOSTART=0 $(BIN)/mypy .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: $(STAMP) system-deps lint
+	TOOLGATE_TEST=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+migrate: $(STAMP)
+	$(BIN)/python manage.py migrate
+
+clean-data:
+	-$(BIN)/python manage.py embedded_db stop
+	rm -rf .data

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, serializers
+
+from apps.audit.models import AuditEvent
+from apps.audit.selectors import audit_event_list
+from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet
+from apps.tenants.api.pagination import CreatedCursorPagination
+from apps.tenants.roles import Role
+
+
+class AuditEventOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
+    actor = serializers.SerializerMethodField()
+    target = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AuditEvent
+        fields = ["id", "created_at", "actor", "verb", "target", "data", "request_id", "ip"]
+        read_only_fields = fields
+
+    def get_actor(self, obj: AuditEvent) -> dict[str, str]:
+        return {"kind": obj.actor_kind, "id": obj.actor_id, "label": obj.actor_label}
+
+    def get_target(self, obj: AuditEvent) -> dict[str, str]:
+        return {"type": obj.target_type, "id": obj.target_id}
+
+
+class AuditFilterInput(StrictSerializer):
+    verb = serializers.CharField(max_length=100, required=False)
+    actor_kind = serializers.ChoiceField(choices=AuditEvent.ActorKind.choices, required=False)
+    actor_id = serializers.CharField(max_length=64, required=False)
+    target_type = serializers.CharField(max_length=100, required=False)
+    target_id = serializers.CharField(max_length=100, required=False)
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+
+_FILTER_PARAMS = [
+    OpenApiParameter("verb", OpenApiTypes.STR, description="exact verb, or a prefix ending in '*' or '.'"),
+    OpenApiParameter("actor_kind", OpenApiTypes.STR, enum=AuditEvent.ActorKind.values),
+    OpenApiParameter("actor_id", OpenApiTypes.STR),
+    OpenApiParameter("target_type", OpenApiTypes.STR),
+    OpenApiParameter("target_id", OpenApiTypes.STR),
+    OpenApiParameter("since", OpenApiTypes.DATETIME, description="inclusive"),
+    OpenApiParameter("until", OpenApiTypes.DATETIME, description="exclusive"),
+]
+
+
+@extend_schema_view(list=extend_schema(parameters=_FILTER_PARAMS))
+class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
+    """The tenant's append-only audit log, newest first (admins and owners)."""
+
+    model = AuditEvent
+    serializer_class = AuditEventOutput
+    pagination_class = CreatedCursorPagination
+    read_role = Role.ADMIN
+
+    def scope_queryset(self, queryset: Any) -> Any:
+        if self.action != "list":
+            return queryset
+        filters = AuditFilterInput(data=self.request.query_params.dict())
+        filters.is_valid(raise_exception=True)
+        params = {k: v for k, v in filters.validated_data.items() if k not in {"cursor", "page_size"}}
+        return audit_event_list(tenant=self.actor.tenant, **params)

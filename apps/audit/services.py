@@ -1,0 +1,63 @@
+"""The one way to write the audit log."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+
+from apps.audit import context
+from apps.audit.models import AuditEvent
+from apps.realtime import events
+
+if TYPE_CHECKING:
+    from apps.tenants.actors import Actor
+
+
+def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    return json.loads(json.dumps(data, cls=DjangoJSONEncoder))  # type: ignore[no-any-return]
+
+
+def record(
+    *, actor: Actor, verb: str, target_type: str, target_id: str = "", data: dict[str, Any] | None = None
+) -> AuditEvent:
+    """Append one audit event for ``actor``'s tenant.
+
+    Call it inside the transaction of the change it describes, so that both commit or neither does.
+    The live ``audit`` event is sent only after that transaction commits. ``data`` must never hold a
+    secret (the raw API key, passwords, credentials).
+    """
+    ctx = context.current()
+    with transaction.atomic():
+        event = AuditEvent(
+            tenant=actor.tenant,
+            actor_kind=actor.kind,
+            actor_id=actor.id,
+            actor_label=actor.label[:300],
+            verb=verb,
+            target_type=target_type,
+            target_id=str(target_id),
+            data=_jsonable(data or {}),
+            request_id=ctx.request_id,
+            ip=ctx.ip,
+        )
+        event.full_clean()
+        event.save()
+        events.publish(tenant=actor.tenant, topic="audit", type="audit.event", data=serialize(event))
+    return event
+
+
+def serialize(event: AuditEvent) -> dict[str, Any]:
+    return {
+        "id": str(event.id),
+        "created_at": event.created_at.isoformat(),
+        "actor": {"kind": event.actor_kind, "id": event.actor_id, "label": event.actor_label},
+        "verb": event.verb,
+        "target": {"type": event.target_type, "id": event.target_id},
+        "data": event.data,
+        "request_id": event.request_id,
+        "ip": event.ip,
+    }

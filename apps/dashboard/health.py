@@ -1,0 +1,78 @@
+"""Liveness and readiness probes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_GET
+
+CHECK_TIMEOUT = 3.0
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """The process is alive and serving requests; checks nothing else."""
+    return JsonResponse({"status": "ok"})
+
+
+def _check_database() -> dict[str, Any]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return {"ok": True}
+
+
+def _check_q2() -> dict[str, Any]:
+    from django_q.brokers import get_broker
+    from django_q.status import Stat
+
+    clusters = Stat.get_all(broker=get_broker())
+    alive = [c for c in clusters if c.status not in {"Stopped", "Stopping"}]
+    return {"ok": bool(alive), "clusters": len(alive)}
+
+
+async def _check_channel_layer() -> dict[str, Any]:
+    layer = get_channel_layer()
+    if layer is None:
+        return {"ok": False, "error": "no channel layer configured"}
+    channel = await layer.new_channel()
+    await layer.send(channel, {"type": "readyz.ping"})
+    message = await layer.receive(channel)
+    return {"ok": message.get("type") == "readyz.ping"}
+
+
+async def _timed(name: str, check: Any) -> tuple[str, dict[str, Any]]:
+    started = time.monotonic()
+    try:
+        result = await asyncio.wait_for(check(), timeout=CHECK_TIMEOUT)
+    except TimeoutError:
+        result = {"ok": False, "error": f"timed out after {CHECK_TIMEOUT:g}s"}
+    except Exception as exc:  # readiness reports failures, it never raises them
+        result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    result["ms"] = round((time.monotonic() - started) * 1000, 1)
+    return name, result
+
+
+async def readyz(request: HttpRequest) -> JsonResponse:
+    """Ready when the database, the channel layer and a django-q2 cluster all answer."""
+    if request.method != "GET":
+        return JsonResponse(
+            {"error": {"code": "method_not_allowed", "message": "Use GET.", "details": {}}}, status=405
+        )
+    checks = dict(
+        await asyncio.gather(
+            _timed("database", sync_to_async(_check_database)),
+            _timed("channel_layer", _check_channel_layer),
+            _timed("q2_cluster", sync_to_async(_check_q2)),
+        )
+    )
+    ready = all(c["ok"] for c in checks.values())
+    return JsonResponse(
+        {"status": "ready" if ready else "not_ready", "checks": checks}, status=200 if ready else 503
+    )

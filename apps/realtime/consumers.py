@@ -1,0 +1,118 @@
+"""The ``/ws/events/`` websocket: authenticated by session or API key, topics of the own tenant only."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import urlparse
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+from django.http.request import validate_host
+
+from apps.realtime.events import TOPICS, group_name, public
+from apps.tenants.actors import Actor
+from apps.tenants.authentication import actor_for_api_key_header, actor_for_session_user
+
+logger = logging.getLogger(__name__)
+MAX_TOPICS = 50
+
+
+class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    actor: Actor | None = None
+
+    async def connect(self) -> None:
+        self.topics: set[str] = set()
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in self.scope.get("headers", [])}
+        authorization = headers.get("authorization", "")
+        if authorization:
+            self.actor = await database_sync_to_async(actor_for_api_key_header)(authorization)
+        else:
+            user = self.scope.get("user")
+            if user is not None and user.is_authenticated and self._same_origin(headers.get("origin", "")):
+                session = self.scope.get("session")
+                tenant_id = session.get("tenant_id") if session is not None else None
+                self.actor = await database_sync_to_async(actor_for_session_user)(user, tenant_id)
+        if self.actor is None:
+            await self.close(code=4401)  # before accept: the handshake is refused (HTTP 403)
+            return
+        await self.accept()
+        await self.send_json(
+            {
+                "type": "hello",
+                "tenant": self.actor.tenant.slug,
+                "role": self.actor.role,
+                "topics": sorted(t for t, r in TOPICS.items() if self.actor.can(r)),
+            }
+        )
+
+    @staticmethod
+    def _same_origin(origin: str) -> bool:
+        # Session-authenticated sockets must come from our own pages (cross-site websocket hijacking).
+        if not origin:
+            return False
+        host = urlparse(origin).hostname or ""
+        return validate_host(host, settings.ALLOWED_HOSTS)
+
+    async def disconnect(self, code: int) -> None:
+        if self.actor is None:
+            return
+        for topic in list(self.topics):
+            await self.channel_layer.group_discard(group_name(self.actor.tenant.pk, topic), self.channel_name)
+        self.topics.clear()
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        assert self.actor is not None
+        if not isinstance(content, dict) or not isinstance(content.get("type"), str):
+            await self._error("invalid", "Send a JSON object with a string 'type'.")
+            return
+        kind = content["type"]
+        if kind == "ping":
+            await self.send_json({"type": "pong"})
+            return
+        if kind not in {"subscribe", "unsubscribe"}:
+            await self._error(
+                "invalid", f"Unknown message type {kind!r}; use subscribe, unsubscribe or ping."
+            )
+            return
+        topics = content.get("topics")
+        if not isinstance(topics, list) or not topics or not all(isinstance(t, str) for t in topics):
+            await self._error("invalid", "'topics' must be a non-empty list of topic names.")
+            return
+        if len(topics) > MAX_TOPICS:
+            await self._error("invalid", f"At most {MAX_TOPICS} topics per message.")
+            return
+        unknown = [t for t in topics if t not in TOPICS]
+        if unknown:
+            await self._error(
+                "unknown_topic", f"Unknown topics: {', '.join(sorted(unknown))}.", available=sorted(TOPICS)
+            )
+            return
+        forbidden = [t for t in topics if not self.actor.can(TOPICS[t])]
+        if forbidden:
+            await self._error(
+                "permission_denied", f"Your role may not subscribe to: {', '.join(sorted(forbidden))}."
+            )
+            return
+        for topic in topics:
+            group = group_name(self.actor.tenant.pk, topic)
+            if kind == "subscribe" and topic not in self.topics:
+                await self.channel_layer.group_add(group, self.channel_name)
+                self.topics.add(topic)
+            elif kind == "unsubscribe" and topic in self.topics:
+                await self.channel_layer.group_discard(group, self.channel_name)
+                self.topics.discard(topic)
+        await self.send_json({"type": f"{kind}d", "topics": sorted(self.topics)})
+
+    async def _error(self, code: str, message: str, **details: Any) -> None:
+        await self.send_json({"type": "error", "code": code, "message": message, "details": details})
+
+    async def toolgate_event(self, message: dict[str, Any]) -> None:
+        event = message.get("event") or {}
+        # Fail closed: never forward an event of another tenant, whatever the group said.
+        if self.actor is None or event.get("_tenant_id") != str(self.actor.tenant.pk):
+            return
+        if event.get("topic") not in self.topics:
+            return
+        await self.send_json({"type": "event", "event": public(event)})

@@ -1,0 +1,66 @@
+"""The tenant-scoped API building blocks every app's views use."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.db.models import QuerySet
+from rest_framework import serializers, viewsets
+
+from apps.tenants.actors import Actor
+from apps.tenants.scoping import TenantScoped
+
+
+class TenantViewMixin:
+    """Resolves the request's actor (tenant + role) once; ``self.actor`` is always set in handlers."""
+
+    request: Any
+    action_roles: ClassVar[dict[str, str]] = {}
+
+    @property
+    def actor(self) -> Actor:
+        actor = self.request.auth
+        assert isinstance(actor, Actor), "tenant views run only for authenticated actors"
+        return actor
+
+
+class TenantScopedViewSet(TenantViewMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+    """Base viewset for tenant-owned models.
+
+    The queryset is always ``model.objects.for_tenant(actor.tenant)`` narrowed by :meth:`scope_queryset`.
+    Subclasses may not override ``get_queryset`` or ``get_object``: that is how scope gets widened by
+    accident, so it is refused at class creation.
+    """
+
+    model: ClassVar[type[TenantScoped]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("get_queryset", "get_object"):
+            if name in cls.__dict__:
+                raise TypeError(f"{cls.__name__} must not override {name}; use scope_queryset()")
+
+    def scope_queryset(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        """Add filters (never remove the tenant)."""
+        return queryset
+
+    def get_queryset(self) -> QuerySet[Any]:
+        if getattr(self, "swagger_fake_view", False):  # OpenAPI generation: no request, no tenant
+            return self.model.objects.dangerously_all_tenants().none()  # type: ignore[no-any-return]
+        queryset = self.model.objects.for_tenant(self.actor.tenant)
+        return self.scope_queryset(queryset)
+
+
+class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """Input serializer that refuses unknown fields and non-object bodies."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError(
+                {"non_field_errors": [f"Expected a JSON object, got {type(data).__name__}."]}
+            )
+        writable = {name for name, field in self.fields.items() if not field.read_only}
+        unknown = sorted(set(data) - writable)
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().to_internal_value(data)

@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.tenants.api.base import StrictSerializer
+from apps.tenants.models import Agent, ApiKey, Membership, agent_key_validator
+from apps.tenants.roles import Role
+
+MAX_SETTINGS_BYTES = 64 * 1024
+
+
+def _bounded_json(value: Any) -> Any:
+    import json
+
+    if not isinstance(value, dict):
+        raise serializers.ValidationError("Must be a JSON object.")
+    if len(json.dumps(value)) > MAX_SETTINGS_BYTES:
+        raise serializers.ValidationError(f"Must be at most {MAX_SETTINGS_BYTES} bytes of JSON.")
+    return value
+
+
+class AgentOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
+    class Meta:
+        model = Agent
+        fields = [
+            "id",
+            "key",
+            "name",
+            "description",
+            "type",
+            "provider",
+            "model",
+            "settings",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class AgentCreateInput(StrictSerializer):
+    key = serializers.CharField(max_length=64, validators=[agent_key_validator])
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    type = serializers.ChoiceField(choices=Agent.Type.choices, default=Agent.Type.OPEN)
+    provider = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    settings = serializers.JSONField(required=False, default=dict, validators=[_bounded_json])
+
+
+class AgentUpdateInput(StrictSerializer):
+    name = serializers.CharField(max_length=200, required=False)
+    description = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+    type = serializers.ChoiceField(choices=Agent.Type.choices, required=False)
+    provider = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    model = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    settings = serializers.JSONField(required=False, validators=[_bounded_json])
+
+
+class ApiKeyOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
+    state = serializers.CharField(read_only=True)
+    created_by = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ApiKey
+        fields = [
+            "id",
+            "name",
+            "prefix",
+            "role",
+            "state",
+            "created_by",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+            "last_used_at",
+        ]
+        read_only_fields = fields
+
+    def get_created_by(self, obj: ApiKey) -> str | None:
+        return obj.created_by.email if obj.created_by is not None else None
+
+
+class ApiKeyCreatedOutput(ApiKeyOutput):
+    key = serializers.CharField(read_only=True, help_text="The secret. Shown once; store it now.")
+
+    class Meta(ApiKeyOutput.Meta):
+        fields = [*ApiKeyOutput.Meta.fields, "key"]
+        read_only_fields = fields
+
+
+class ApiKeyCreateInput(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+
+
+class MembershipOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
+    email = serializers.EmailField(source="user.email", read_only=True)
+    user_id = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "user_id", "email", "role", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class MembershipCreateInput(StrictSerializer):
+    email = serializers.EmailField(max_length=254)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+    password = serializers.CharField(
+        max_length=200, required=False, write_only=True, style={"input_type": "password"}
+    )
+
+
+class MembershipUpdateInput(StrictSerializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class TenantOutput(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField()
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    role = serializers.CharField()
+
+
+class MeOutput(serializers.Serializer):  # type: ignore[type-arg]
+    kind = serializers.CharField()
+    id = serializers.CharField()
+    label = serializers.CharField()
+    role = serializers.CharField()
+    tenant = TenantOutput()
+    email = serializers.EmailField(allow_null=True)
+    api_key = ApiKeyOutput(allow_null=True)
+    tenants = TenantOutput(many=True)

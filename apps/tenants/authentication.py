@@ -1,0 +1,127 @@
+"""Authentication for the API and websockets: API keys (Bearer) and dashboard sessions."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from apps.tenants import keys
+from apps.tenants.actors import Actor
+from apps.tenants.models import ApiKey, Membership, Tenant
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+TENANT_HEADER = "X-Toolgate-Tenant"
+
+
+class ApiKeyPrincipal(AnonymousUser):
+    """The ``request.user`` of an API-key request: authenticated, but not a Django user."""
+
+    def __init__(self, api_key: ApiKey) -> None:
+        self.api_key = api_key
+
+    @property
+    def is_authenticated(self) -> bool:  # type: ignore[override]
+        return True
+
+    @property
+    def is_anonymous(self) -> bool:  # type: ignore[override]
+        return False
+
+    def __str__(self) -> str:
+        return f"api-key:{self.api_key.prefix}"
+
+
+def api_key_from_raw(raw: str) -> ApiKey | None:
+    """The usable key for ``raw`` (not revoked, not expired, tenant active), or None.
+
+    API keys are looked up across tenants by design: the key itself names its tenant.
+    """
+    prefix = keys.parse_prefix(raw)
+    if prefix is None:
+        return None
+    key = ApiKey.objects.dangerously_all_tenants().select_related("tenant").filter(prefix=prefix).first()
+    if key is None or not keys.matches(raw, key.digest) or not key.is_usable or not key.tenant.is_active:
+        return None
+    now = timezone.now()
+    if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.for_tenant(key.tenant).filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+    return key
+
+
+def actor_for_api_key(key: ApiKey) -> Actor:
+    return Actor(tenant=key.tenant, role=key.role, kind="api_key", api_key=key)
+
+
+def actor_for_api_key_header(header: str) -> Actor | None:
+    scheme, _, raw = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        return None
+    key = api_key_from_raw(raw.strip())
+    return actor_for_api_key(key) if key is not None else None
+
+
+def actor_for_session_user(
+    user: AbstractBaseUser, tenant_id: str | None, tenant_slug: str | None = None
+) -> Actor | None:
+    """The actor of a logged-in user in the chosen tenant (by slug, then the session's choice, then the
+    first membership), or None when the user belongs to no such active tenant."""
+    memberships = (
+        Membership.objects.dangerously_all_tenants()
+        .select_related("tenant")
+        .filter(user_id=user.pk, tenant__status=Tenant.Status.ACTIVE)
+        .order_by("tenant__slug")
+    )
+    if tenant_slug:
+        memberships = memberships.filter(tenant__slug=tenant_slug)
+    elif tenant_id:
+        chosen = memberships.filter(tenant_id=tenant_id).first()
+        if chosen is not None:
+            return Actor(tenant=chosen.tenant, role=chosen.role, kind="user", user=user)
+    membership = memberships.first()
+    if membership is None:
+        return None
+    return Actor(tenant=membership.tenant, role=membership.role, kind="user", user=user)
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[Any, Actor] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        scheme, _, raw = header.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <api key>'.")
+        raw = raw.strip()
+        if keys.parse_prefix(raw) is None:
+            raise exceptions.AuthenticationFailed("Malformed API key: expected tgk_<prefix>_<secret>.")
+        key = api_key_from_raw(raw)
+        if key is None:
+            raise exceptions.AuthenticationFailed("Invalid, revoked or expired API key.")
+        return ApiKeyPrincipal(key), actor_for_api_key(key)
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="toolgate"'
+
+
+class TenantSessionAuthentication(authentication.SessionAuthentication):
+    """Dashboard sessions (CSRF enforced). The tenant is the ``X-Toolgate-Tenant`` header's slug, else
+    the one chosen in the dashboard, else the user's first."""
+
+    def authenticate(self, request: Request) -> tuple[Any, Actor] | None:
+        result = super().authenticate(request)
+        if result is None:
+            return None
+        user = result[0]
+        slug = request.META.get("HTTP_X_TOOLGATE_TENANT", "").strip() or None
+        actor = actor_for_session_user(user, request._request.session.get("tenant_id"), slug)
+        if actor is None:
+            if slug:
+                raise exceptions.PermissionDenied(f"You are not a member of an active tenant '{slug}'.")
+            raise exceptions.PermissionDenied("You are not a member of any active tenant.")
+        return user, actor

@@ -1,0 +1,126 @@
+"""Tenants, memberships, agents and API keys."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from apps.tenants.roles import Role
+from apps.tenants.scoping import TenantScoped
+
+slug_validator = RegexValidator(
+    r"^[a-z0-9](?:[a-z0-9-]{0,48}[a-z0-9])?$",
+    "Use 1-50 lowercase letters, digits and hyphens, starting and ending with a letter or digit.",
+)
+agent_key_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9_-]{0,63}$",
+    "Use 1-64 lowercase letters, digits, '_' and '-', starting with a letter or digit.",
+)
+
+
+class Tenant(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUSPENDED = "suspended", "Suspended"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    slug = models.CharField(max_length=50, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=200)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
+    settings = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+
+class Membership(TenantScoped):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "user"], name="membership_unique_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}@{self.tenant_id}:{self.role}"
+
+
+class Agent(TenantScoped):
+    class Type(models.TextChoices):
+        OPEN = "open", "Open"
+        PREDEFINED = "predefined", "Predefined"
+
+    key = models.CharField(max_length=64, validators=[agent_key_validator])
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, max_length=2000)
+    type = models.CharField(max_length=20, choices=Type.choices, default=Type.OPEN)
+    provider = models.CharField(max_length=100, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    settings = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["key"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "key"], name="agent_unique_key")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class ApiKey(TenantScoped):
+    """A tenant-bound API key. Only a SHA-256 digest of the secret is stored; the prefix stays visible."""
+
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.MEMBER)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    expiry_recorded_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                "tenant",
+                Lower("name"),
+                condition=models.Q(revoked_at__isnull=True),
+                name="apikey_unique_active_name",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name})"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
+    def is_usable(self) -> bool:
+        return self.revoked_at is None and not self.is_expired
+
+    @property
+    def state(self) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.is_expired:
+            return "expired"
+        return "active"

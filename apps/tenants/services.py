@@ -1,0 +1,355 @@
+"""Every write of the tenants app. Each service is atomic and records its audit event inside."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.audit.services import record
+from apps.realtime import events
+from apps.tenants import keys
+from apps.tenants.actors import Actor
+from apps.tenants.errors import Conflict, ErrorCode, Forbidden, ServiceError
+from apps.tenants.models import Agent, ApiKey, Membership, Tenant
+from apps.tenants.roles import Role, role_at_least
+
+AGENT_FIELDS = ("name", "description", "type", "provider", "model", "settings")
+
+
+def _validation_error(exc: ValidationError) -> ServiceError:
+    details = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+    first_field, messages = next(iter(details.items()))
+    return ServiceError(ErrorCode.INVALID, f"{first_field}: {messages[0]}", details=details)
+
+
+def _user_by_email(email: str) -> AbstractBaseUser | None:
+    User = get_user_model()  # noqa: N806
+    return User.objects.filter(email__iexact=email).order_by("pk").first()
+
+
+# --- tenants ----------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def tenant_create(
+    *, slug: str, name: str = "", owner_email: str | None = None, owner_password: str | None = None
+) -> Tenant:
+    """Create a tenant (operators only: management command), optionally with its first owner."""
+    tenant = Tenant(slug=slug, name=name or slug)
+    try:
+        tenant.full_clean()
+    except ValidationError as exc:
+        if "slug" in getattr(exc, "error_dict", {}) and Tenant.objects.filter(slug=slug).exists():
+            raise Conflict(ErrorCode.TENANT_EXISTS, f"A tenant with slug '{slug}' already exists.") from None
+        raise _validation_error(exc) from None
+    tenant.save()
+    system = Actor.system(tenant)
+    record(
+        actor=system,
+        verb="tenant.created",
+        target_type="tenant",
+        target_id=str(tenant.pk),
+        data={"slug": tenant.slug, "name": tenant.name},
+    )
+    if owner_email:
+        membership_create(actor=system, email=owner_email, role=Role.OWNER, password=owner_password)
+    return tenant
+
+
+# --- memberships ------------------------------------------------------------------------------------
+
+
+def _membership_data(m: Membership) -> dict[str, Any]:
+    return {"id": str(m.pk), "user_id": m.user_id, "email": getattr(m.user, "email", ""), "role": m.role}
+
+
+@transaction.atomic
+def membership_create(*, actor: Actor, email: str, role: str, password: str | None = None) -> Membership:
+    """Add a user (by email) to the actor's tenant. A new user is created when ``password`` is given."""
+    if role not in Role.values:
+        raise ServiceError(ErrorCode.INVALID, f"role: '{role}' is not one of {', '.join(Role.values)}.")
+    email = email.strip().lower()
+    user = _user_by_email(email)
+    if user is None:
+        if not password:
+            raise ServiceError(
+                ErrorCode.INVALID,
+                "password: required to create a new user for this email.",
+                details={"password": ["Required for a new user."]},
+            )
+        User = get_user_model()  # noqa: N806
+        user = User(username=email, email=email)
+        try:
+            validate_password(password, user)
+            user.set_password(password)
+            user.full_clean()
+        except ValidationError as exc:
+            if hasattr(exc, "error_dict"):
+                raise _validation_error(exc) from None
+            raise ServiceError(
+                ErrorCode.INVALID, f"password: {exc.messages[0]}", details={"password": exc.messages}
+            ) from None
+        user.save()
+    elif password:
+        raise ServiceError(
+            ErrorCode.INVALID,
+            "password: this user already exists; leave the password out.",
+            details={"password": ["User already exists."]},
+        )
+    if Membership.objects.for_tenant(actor.tenant).filter(user=user).exists():
+        raise Conflict(ErrorCode.DUPLICATE_MEMBER, f"{email} is already a member of this tenant.")
+    membership = Membership(tenant=actor.tenant, user=user, role=role)
+    membership.full_clean()
+    membership.save()
+    data = _membership_data(membership)
+    record(
+        actor=actor,
+        verb="membership.created",
+        target_type="membership",
+        target_id=str(membership.pk),
+        data=data,
+    )
+    events.publish(tenant=actor.tenant, topic="members", type="membership.created", data=data)
+    return membership
+
+
+def _ensure_not_last_owner(membership: Membership) -> None:
+    if membership.role != Role.OWNER:
+        return
+    owners = Membership.objects.for_tenant(membership.tenant).select_for_update().filter(role=Role.OWNER)
+    if owners.count() <= 1:
+        raise Conflict(ErrorCode.LAST_OWNER, "A tenant must keep at least one owner.")
+
+
+@transaction.atomic
+def membership_update(*, actor: Actor, membership: Membership, role: str) -> Membership:
+    if role not in Role.values:
+        raise ServiceError(ErrorCode.INVALID, f"role: '{role}' is not one of {', '.join(Role.values)}.")
+    if role == membership.role:
+        return membership
+    if role != Role.OWNER:
+        _ensure_not_last_owner(membership)
+    before = membership.role
+    membership.role = role
+    membership.full_clean()
+    membership.save(update_fields=["role", "updated_at"])
+    data = {**_membership_data(membership), "previous_role": before}
+    record(
+        actor=actor,
+        verb="membership.updated",
+        target_type="membership",
+        target_id=str(membership.pk),
+        data=data,
+    )
+    events.publish(tenant=actor.tenant, topic="members", type="membership.updated", data=data)
+    return membership
+
+
+@transaction.atomic
+def membership_delete(*, actor: Actor, membership: Membership) -> None:
+    _ensure_not_last_owner(membership)
+    data = _membership_data(membership)
+    membership_id = str(membership.pk)
+    Membership.objects.for_tenant(actor.tenant).filter(pk=membership.pk).delete()
+    record(
+        actor=actor, verb="membership.deleted", target_type="membership", target_id=membership_id, data=data
+    )
+    events.publish(tenant=actor.tenant, topic="members", type="membership.deleted", data=data)
+
+
+# --- agents -----------------------------------------------------------------------------------------
+
+
+def agent_data(agent: Agent) -> dict[str, Any]:
+    return {
+        "id": str(agent.pk),
+        "key": agent.key,
+        "name": agent.name,
+        "description": agent.description,
+        "type": agent.type,
+        "provider": agent.provider,
+        "model": agent.model,
+        "settings": agent.settings,
+    }
+
+
+def _save_agent(agent: Agent, *, update_fields: list[str] | None = None) -> None:
+    try:
+        agent.full_clean(validate_constraints=False)
+    except ValidationError as exc:
+        raise _validation_error(exc) from None
+    try:
+        with transaction.atomic():
+            agent.save(update_fields=update_fields)
+    except IntegrityError:
+        raise Conflict(
+            ErrorCode.DUPLICATE_AGENT_KEY,
+            f"An agent with key '{agent.key}' already exists in this tenant.",
+            details={"key": ["Already in use."]},
+        ) from None
+
+
+@transaction.atomic
+def agent_create(
+    *,
+    actor: Actor,
+    key: str,
+    name: str,
+    description: str = "",
+    type: str = Agent.Type.OPEN,
+    provider: str = "",
+    model: str = "",
+    settings: dict[str, Any] | None = None,
+) -> Agent:
+    agent = Agent(
+        tenant=actor.tenant,
+        key=key,
+        name=name,
+        description=description,
+        type=type,
+        provider=provider,
+        model=model,
+        settings=settings or {},
+    )
+    _save_agent(agent)
+    data = agent_data(agent)
+    record(actor=actor, verb="agent.created", target_type="agent", target_id=str(agent.pk), data=data)
+    events.publish(tenant=actor.tenant, topic="agents", type="agent.created", data=data)
+    return agent
+
+
+@transaction.atomic
+def agent_update(*, actor: Actor, agent: Agent, changes: dict[str, Any]) -> Agent:
+    """Apply ``changes`` (any of name, description, type, provider, model, settings). The key is fixed:
+    agent loops and policies refer to it."""
+    unknown = set(changes) - set(AGENT_FIELDS)
+    if unknown:
+        raise ServiceError(ErrorCode.INVALID, f"Cannot change: {', '.join(sorted(unknown))}.")
+    before = agent_data(agent)
+    fields = [f for f, v in changes.items() if getattr(agent, f) != v]
+    if not fields:
+        return agent
+    for field in fields:
+        setattr(agent, field, changes[field])
+    _save_agent(agent, update_fields=[*fields, "updated_at"])
+    after = agent_data(agent)
+    diff = {f: {"from": before[f], "to": after[f]} for f in fields}
+    record(
+        actor=actor,
+        verb="agent.updated",
+        target_type="agent",
+        target_id=str(agent.pk),
+        data={"key": agent.key, "changes": diff},
+    )
+    events.publish(tenant=actor.tenant, topic="agents", type="agent.updated", data=after)
+    return agent
+
+
+@transaction.atomic
+def agent_delete(*, actor: Actor, agent: Agent) -> None:
+    data = agent_data(agent)
+    Agent.objects.for_tenant(actor.tenant).filter(pk=agent.pk).delete()
+    record(actor=actor, verb="agent.deleted", target_type="agent", target_id=data["id"], data=data)
+    events.publish(
+        tenant=actor.tenant, topic="agents", type="agent.deleted", data={"id": data["id"], "key": data["key"]}
+    )
+
+
+# --- API keys ---------------------------------------------------------------------------------------
+
+
+def api_key_data(key: ApiKey) -> dict[str, Any]:
+    return {
+        "id": str(key.pk),
+        "name": key.name,
+        "prefix": key.prefix,
+        "role": key.role,
+        "expires_at": key.expires_at.isoformat() if key.expires_at else None,
+        "state": key.state,
+    }
+
+
+@transaction.atomic
+def api_key_create(
+    *, actor: Actor, name: str, role: str = Role.MEMBER, expires_at: datetime | None = None
+) -> tuple[ApiKey, str]:
+    """Create a key and return it with its raw secret, which is never stored or shown again."""
+    if role not in Role.values:
+        raise ServiceError(ErrorCode.INVALID, f"role: '{role}' is not one of {', '.join(Role.values)}.")
+    if not role_at_least(actor.role, role):
+        raise Forbidden(
+            ErrorCode.ROLE_TOO_HIGH, f"You cannot create a key with role {role} (yours is {actor.role})."
+        )
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ServiceError(
+            ErrorCode.INVALID,
+            "expires_at: must be in the future.",
+            details={"expires_at": ["Must be in the future."]},
+        )
+    name = name.strip()
+    if ApiKey.objects.for_tenant(actor.tenant).filter(name__iexact=name, revoked_at__isnull=True).exists():
+        raise Conflict(
+            ErrorCode.DUPLICATE_API_KEY_NAME,
+            f"An active API key named '{name}' already exists.",
+            details={"name": ["Already in use."]},
+        )
+    new = keys.generate()
+    user = actor.user if actor.kind == "user" else None
+    key = ApiKey(
+        tenant=actor.tenant,
+        name=name,
+        prefix=new.prefix,
+        digest=new.digest,
+        role=role,
+        expires_at=expires_at,
+        created_by=user,
+    )  # type: ignore[misc]
+    try:
+        key.full_clean(validate_constraints=False)
+    except ValidationError as exc:
+        raise _validation_error(exc) from None
+    key.save()
+    data = api_key_data(key)
+    record(actor=actor, verb="api_key.created", target_type="api_key", target_id=str(key.pk), data=data)
+    events.publish(tenant=actor.tenant, topic="api_keys", type="api_key.created", data=data)
+    return key, new.raw
+
+
+@transaction.atomic
+def api_key_revoke(*, actor: Actor, api_key: ApiKey) -> ApiKey:
+    locked = ApiKey.objects.for_tenant(actor.tenant).select_for_update().get(pk=api_key.pk)
+    if locked.revoked_at is not None:
+        raise Conflict(ErrorCode.ALREADY_REVOKED, "This API key is already revoked.")
+    locked.revoked_at = timezone.now()
+    locked.save(update_fields=["revoked_at", "updated_at"])
+    data = api_key_data(locked)
+    record(actor=actor, verb="api_key.revoked", target_type="api_key", target_id=str(locked.pk), data=data)
+    events.publish(tenant=actor.tenant, topic="api_keys", type="api_key.revoked", data=data)
+    return locked
+
+
+@transaction.atomic
+def api_key_record_expiry(*, api_key: ApiKey) -> bool:
+    """Record once that a key has passed its expiry (called by the periodic sweep, per tenant)."""
+    locked = ApiKey.objects.for_tenant(api_key.tenant).select_for_update().get(pk=api_key.pk)
+    if locked.expiry_recorded_at is not None or not locked.is_expired or locked.revoked_at is not None:
+        return False
+    locked.expiry_recorded_at = timezone.now()
+    locked.save(update_fields=["expiry_recorded_at", "updated_at"])
+    data = api_key_data(locked)
+    record(
+        actor=Actor.system(locked.tenant),
+        verb="api_key.expired",
+        target_type="api_key",
+        target_id=str(locked.pk),
+        data=data,
+    )
+    events.publish(tenant=locked.tenant, topic="api_keys", type="api_key.expired", data=data)
+    return True

@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from apps.dashboard import health
+
+api_v1 = [
+    path("", include("apps.tenants.api.urls")),
+    path("", include("apps.audit.api.urls")),
+]
+
+urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("admin/", admin.site.urls),
+    path("", include("apps.dashboard.urls")),
+]
+
+handler404 = "apps.dashboard.errors.not_found"
+handler500 = "apps.dashboard.errors.server_error"
