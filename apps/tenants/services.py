@@ -30,7 +30,7 @@ def _validation_error(exc: ValidationError) -> ServiceError:
 
 
 def _user_by_email(email: str) -> AbstractBaseUser | None:
-    User = get_user_model()  # noqa: N806
+    User = get_user_model()
     return User.objects.filter(email__iexact=email).order_by("pk").first()
 
 
@@ -84,7 +84,7 @@ def membership_create(*, actor: Actor, email: str, role: str, password: str | No
                 "password: required to create a new user for this email.",
                 details={"password": ["Required for a new user."]},
             )
-        User = get_user_model()  # noqa: N806
+        User = get_user_model()
         user = User(username=email, email=email)
         try:
             validate_password(password, user)
