@@ -1,0 +1,74 @@
+"""Shared fixtures: tenants A and B, persona clients (owner/admin/member/viewer of A, an outsider from B),
+and real daphne / django-q2 processes for end-to-end tests."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from apps.tenants.models import Tenant
+from apps.tenants.roles import Role
+from config import embedded_db
+from tests import factories
+from tests.live import LiveProcesses
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # The embedded server started for this run is stopped with it; one that was already running stays.
+    if settings.EMBEDDED_DATABASE and embedded_db.started_here:
+        from django.db import connections
+
+        connections.close_all()
+        embedded_db.stop()
+
+
+@pytest.fixture
+def tenant_a(db: None) -> Tenant:
+    return factories.make_tenant("tenant-a")
+
+
+@pytest.fixture
+def tenant_b(db: None) -> Tenant:
+    return factories.make_tenant("tenant-b")
+
+
+@pytest.fixture
+def owner_a(tenant_a: Tenant) -> APIClient:
+    return factories.key_client(factories.make_api_key(tenant_a, Role.OWNER))
+
+
+@pytest.fixture
+def admin_a(tenant_a: Tenant) -> APIClient:
+    return factories.key_client(factories.make_api_key(tenant_a, Role.ADMIN))
+
+
+@pytest.fixture
+def member_a(tenant_a: Tenant) -> APIClient:
+    return factories.key_client(factories.make_api_key(tenant_a, Role.MEMBER))
+
+
+@pytest.fixture
+def viewer_a(tenant_a: Tenant) -> APIClient:
+    return factories.key_client(factories.make_api_key(tenant_a, Role.VIEWER))
+
+
+@pytest.fixture
+def outsider(tenant_b: Tenant) -> APIClient:
+    """The owner of tenant B: every role, but in the other tenant."""
+    return factories.key_client(factories.make_api_key(tenant_b, Role.OWNER))
+
+
+@pytest.fixture
+def anonymous() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture(scope="session")
+def live(django_db_setup: None, django_db_blocker: pytest.FixtureRequest) -> LiveProcesses:
+    """Real daphne and qcluster processes on the test database (use with transactional tests)."""
+    from django.db import connection
+
+    processes = LiveProcesses(db_name=connection.settings_dict["NAME"])
+    yield processes  # type: ignore[misc]
+    processes.stop_all()

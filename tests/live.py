@@ -1,0 +1,97 @@
+"""Real daphne and django-q2 processes for end-to-end tests, pointed at the test database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveProcesses:
+    def __init__(self, *, db_name: str) -> None:
+        self.db_name = db_name
+        self._daphne: subprocess.Popen[bytes] | None = None
+        self._qcluster: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.logs: dict[str, Path] = {}
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            DJANGO_SETTINGS_MODULE="config.settings",
+            TOOLGATE_DB_NAME=self.db_name,
+            TOOLGATE_TEST="1",
+            PYTHONUNBUFFERED="1",
+            LOG_LEVEL="WARNING",
+        )
+        return env
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = Path(os.environ.get("TMPDIR", "/tmp")) / f"toolgate-test-{name}-{os.getpid()}.log"
+        self.logs[name] = log
+        handle = log.open("wb")
+        return subprocess.Popen(argv, cwd=BASE_DIR, env=self.env(), stdout=handle, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws/events/"
+
+    def daphne(self) -> str:
+        """Start daphne once for the session; return its base URL."""
+        if self._daphne is None or self._daphne.poll() is not None:
+            self.port = free_port()
+            self._daphne = self._spawn(
+                "daphne",
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "config.asgi:application"],
+            )
+            deadline = time.monotonic() + 60
+            while True:
+                if self._daphne.poll() is not None:
+                    raise RuntimeError(f"daphne exited: {self.logs['daphne'].read_text()[-3000:]}")
+                try:
+                    with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as response:  # noqa: S310
+                        if response.status == 200:
+                            break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("daphne did not become healthy in 60s") from None
+                    time.sleep(0.2)
+        return self.base_url
+
+    def qcluster(self) -> None:
+        """Start a django-q2 cluster once for the session."""
+        if self._qcluster is None or self._qcluster.poll() is not None:
+            self._qcluster = self._spawn("qcluster", [sys.executable, "manage.py", "qcluster"])
+
+    def stop_all(self) -> None:
+        for process in (self._daphne, self._qcluster):
+            if process is None or process.poll() is not None:
+                continue
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
