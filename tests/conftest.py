@@ -3,6 +3,8 @@ and real daphne / django-q2 processes for end-to-end tests."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
@@ -15,6 +17,12 @@ from tests.live import LiveProcesses
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # In CI nothing may be skipped: a missing dependency is installed by `make test` or the run fails.
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
+    if os.environ.get("CI", "").lower() in {"1", "true", "yes"} and skipped:
+        print(f"\nCI: {len(skipped)} test(s) were skipped; in CI every test must run.")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     # The embedded server started for this run is stopped with it; one that was already running stays.
     if settings.EMBEDDED_DATABASE and embedded_db.started_here:
         from django.db import connections

@@ -21,7 +21,9 @@ def make_tenant(slug: str | None = None) -> Tenant:
 
 def make_user(tenant: Tenant, role: str, email: str | None = None):  # type: ignore[no-untyped-def]
     email = email or f"{role}{next(_seq)}@{tenant.slug}.test"
-    membership = services.membership_create(actor=Actor.system(tenant), email=email, role=role, password=PASSWORD)
+    membership = services.membership_create(
+        actor=Actor.system(tenant), email=email, role=role, password=PASSWORD
+    )
     return get_user_model().objects.get(pk=membership.user_id)
 
 

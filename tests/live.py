@@ -43,8 +43,14 @@ class LiveProcesses:
         log = Path(os.environ.get("TMPDIR", "/tmp")) / f"toolgate-test-{name}-{os.getpid()}.log"
         self.logs[name] = log
         handle = log.open("wb")
-        return subprocess.Popen(argv, cwd=BASE_DIR, env=self.env(), stdout=handle, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        return subprocess.Popen(
+            argv,
+            cwd=BASE_DIR,
+            env=self.env(),
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     @property
     def base_url(self) -> str:
@@ -60,7 +66,16 @@ class LiveProcesses:
             self.port = free_port()
             self._daphne = self._spawn(
                 "daphne",
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "config.asgi:application"],
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                    "config.asgi:application",
+                ],
             )
             deadline = time.monotonic() + 60
             while True:

@@ -60,7 +60,25 @@ class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
                 {"non_field_errors": [f"Expected a JSON object, got {type(data).__name__}."]}
             )
         writable = {name for name, field in self.fields.items() if not field.read_only}
-        unknown = sorted(set(data) - writable)
-        if unknown:
-            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        errors: dict[str, list[str]] = {name: ["Unknown field."] for name in sorted(set(data) - writable)}
+        # DRF would quietly turn 7 into "7"; a wrong JSON type is an error, not something to coerce.
+        for name in sorted(writable & set(data)):
+            field, value = self.fields[name], data[name]
+            if isinstance(field, serializers.CharField | serializers.ChoiceField) and not isinstance(
+                value, str
+            ):
+                if not (value is None and field.allow_null):
+                    errors[name] = [f"Must be a string, got {_json_type(value)}."]
+        if errors:
+            raise serializers.ValidationError(errors)
         return super().to_internal_value(data)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {"dict": "object", "list": "array"}.get(type(value).__name__, type(value).__name__)

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# System packages the test suite needs beyond Python: Chromium (+ driver) for the dashboard browser tests.
+# Installed with apt-get when missing and we are root; otherwise we fail loudly with what to install.
+set -euo pipefail
+
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "Missing system packages: ${missing[*]}. Install them (Debian: apt-get install ${missing[*]}) and rerun." >&2
+  exit 1
+fi
+
+echo "Installing system packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

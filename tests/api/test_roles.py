@@ -1,0 +1,84 @@
+"""Each role's allowed and refused actions inside its own tenant (403, nothing changed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from apps.tenants import services
+from apps.tenants.actors import Actor
+from apps.tenants.models import Tenant
+from apps.tenants.roles import RANK, Role
+from tests import factories
+from tests.api.tenant_state import tenant_state
+
+pytestmark = pytest.mark.django_db
+
+ROLES = [Role.VIEWER, Role.MEMBER, Role.ADMIN, Role.OWNER]
+
+
+def _targets(tenant: Tenant) -> dict[str, str]:
+    system = Actor.system(tenant)
+    agent = services.agent_create(actor=system, key="target", name="Target")
+    key, _ = services.api_key_create(actor=system, name="target key", role=Role.VIEWER)
+    membership = services.membership_create(
+        actor=system, email="target@a.test", role=Role.VIEWER, password=factories.PASSWORD
+    )
+    return {"agent": agent.key, "key": str(key.pk), "membership": str(membership.pk)}
+
+
+# (method, url template, body, least role, success status)
+ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
+    ("get", "/api/v1/me/", None, Role.VIEWER, 200),
+    ("get", "/api/v1/agents/", None, Role.VIEWER, 200),
+    ("get", "/api/v1/agents/{agent}/", None, Role.VIEWER, 200),
+    ("post", "/api/v1/agents/", {"key": "new-agent", "name": "New"}, Role.ADMIN, 201),
+    ("patch", "/api/v1/agents/{agent}/", {"name": "Renamed"}, Role.ADMIN, 200),
+    ("delete", "/api/v1/agents/{agent}/", None, Role.ADMIN, 204),
+    ("get", "/api/v1/api-keys/", None, Role.ADMIN, 200),
+    ("get", "/api/v1/api-keys/{key}/", None, Role.ADMIN, 200),
+    ("post", "/api/v1/api-keys/", {"name": "new key", "role": "viewer"}, Role.OWNER, 201),
+    ("delete", "/api/v1/api-keys/{key}/", None, Role.OWNER, 200),
+    ("get", "/api/v1/memberships/", None, Role.VIEWER, 200),
+    ("get", "/api/v1/memberships/{membership}/", None, Role.VIEWER, 200),
+    (
+        "post",
+        "/api/v1/memberships/",
+        {"email": "new@a.test", "role": "viewer", "password": factories.PASSWORD},
+        Role.OWNER,
+        201,
+    ),
+    ("patch", "/api/v1/memberships/{membership}/", {"role": "member"}, Role.OWNER, 200),
+    ("delete", "/api/v1/memberships/{membership}/", None, Role.OWNER, 204),
+    ("get", "/api/v1/audit/events/", None, Role.ADMIN, 200),
+]
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize(
+    ("method", "template", "body", "least", "success"), ACTIONS, ids=[f"{a[0]} {a[1]}" for a in ACTIONS]
+)
+def test_role_matrix(role, method, template, body, least, success, tenant_a):
+    ids = _targets(tenant_a)
+    client = factories.key_client(factories.make_api_key(tenant_a, role))
+    before = tenant_state(tenant_a)
+
+    response = getattr(client, method)(template.format(**ids), body, format="json")
+
+    if RANK[role] >= RANK[least]:
+        assert response.status_code == success, response.content
+    else:
+        assert response.status_code == 403, response.content
+        error = response.json()["error"]
+        assert error["code"] == "permission_denied"
+        assert least in error["message"] and role in error["message"]
+        assert tenant_state(tenant_a) == before
+
+
+def test_an_admin_key_cannot_mint_an_owner_key_even_if_roles_change(tenant_a):
+    # Owners manage keys; a key may never carry a role above the one of whoever creates it.
+    owner = factories.key_client(factories.make_api_key(tenant_a, Role.OWNER))
+    response = owner.post("/api/v1/api-keys/", {"name": "peer", "role": "owner"}, format="json")
+    assert response.status_code == 201
+    assert response.json()["role"] == "owner"

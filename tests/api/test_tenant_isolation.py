@@ -1,0 +1,147 @@
+"""Tenant B's credentials never see or change tenant A's data, on every API route.
+
+The test walks the URL conf: a new API route without a case here makes it fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from apps.audit.models import AuditEvent
+from apps.tenants import services
+from apps.tenants.actors import Actor
+from apps.tenants.models import Tenant
+from apps.tenants.roles import Role
+from tests import factories
+from tests.api.tenant_state import tenant_state
+
+pytestmark = pytest.mark.django_db
+
+# Routes that hold no tenant data: the OpenAPI document and its viewer.
+PUBLIC_ROUTES = {"schema", "api-docs"}
+
+
+def api_routes() -> Iterator[str]:
+    def walk(patterns: list[Any], prefix: str) -> Iterator[tuple[str, str | None]]:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                yield prefix + str(pattern.pattern), pattern.name
+
+    for route, name in walk(get_resolver().url_patterns, ""):
+        if route.startswith("api/"):
+            assert name, f"API route {route} has no name"
+            yield name
+
+
+@dataclass
+class Case:
+    """How to reach one route for an object of tenant A, and which writes to try on it."""
+
+    make: Callable[[Tenant], dict[str, str]]  # creates A's object, returns URL kwargs
+    collection: bool = False  # a list: B gets 200 without A's rows
+    writes: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
+    own_tenant_only: bool = False  # answers about the caller itself (e.g. /me/)
+
+
+def _agent(tenant: Tenant) -> dict[str, str]:
+    agent = services.agent_create(actor=Actor.system(tenant), key="a-secret-agent", name="A's agent")
+    return {"key": agent.key}
+
+
+def _api_key(tenant: Tenant) -> dict[str, str]:
+    key, _ = services.api_key_create(actor=Actor.system(tenant), name="A's key", role=Role.ADMIN)
+    return {"pk": str(key.pk)}
+
+
+def _membership(tenant: Tenant) -> dict[str, str]:
+    membership = services.membership_create(
+        actor=Actor.system(tenant), email="someone@a.test", role=Role.ADMIN, password=factories.PASSWORD
+    )
+    return {"pk": str(membership.pk)}
+
+
+def _audit_event(tenant: Tenant) -> dict[str, str]:
+    _agent(tenant)
+    event = AuditEvent.objects.for_tenant(tenant).filter(verb="agent.created").get()
+    return {"pk": str(event.pk)}
+
+
+def _nothing(tenant: Tenant) -> dict[str, str]:
+    _agent(tenant)
+    return {}
+
+
+CASES: dict[str, Case] = {
+    "me": Case(make=_nothing, own_tenant_only=True),
+    "agent-list": Case(make=_agent, collection=True),
+    "agent-detail": Case(make=_agent, writes=[("patch", {"name": "hijacked"}), ("delete", None)]),
+    "api-key-list": Case(make=_api_key, collection=True),
+    "api-key-detail": Case(make=_api_key, writes=[("delete", None)]),
+    "membership-list": Case(make=_membership, collection=True),
+    "membership-detail": Case(make=_membership, writes=[("patch", {"role": "viewer"}), ("delete", None)]),
+    "audit-event-list": Case(make=_audit_event, collection=True),
+    "audit-event-detail": Case(make=_audit_event),
+}
+
+
+def test_every_api_route_has_an_isolation_case():
+    routes = set(api_routes()) - PUBLIC_ROUTES
+    missing = routes - set(CASES)
+    assert not missing, f"add tenant-isolation cases for: {sorted(missing)}"
+    assert not set(CASES) - routes, "cases for routes that no longer exist"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tenant_b_cannot_reach_tenant_a(name, tenant_a, tenant_b, outsider):
+    case = CASES[name]
+    kwargs = case.make(tenant_a)
+    url = reverse(name, kwargs={} if case.collection or case.own_tenant_only else kwargs)
+    before = tenant_state(tenant_a)
+    a_ids = {
+        str(row["id"]) for rows in before.values() if isinstance(rows, list) for row in rows if "id" in row
+    }
+
+    response = outsider.get(url)
+
+    if case.own_tenant_only:
+        assert response.status_code == 200
+        assert response.json()["tenant"]["slug"] == tenant_b.slug
+        assert tenant_a.slug not in response.content.decode()
+    elif case.collection:
+        assert response.status_code == 200
+        body = response.content.decode()
+        leaked = [i for i in a_ids if i in body]
+        assert not leaked, f"{name} leaked tenant A ids {leaked}"
+        for value in kwargs.values():
+            assert value not in body
+    else:
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found"
+
+    for method, payload in case.writes:
+        response = getattr(outsider, method)(url, payload, format="json")
+        assert response.status_code == 404, (method, response.content)
+        assert response.json()["error"]["code"] == "not_found"
+    assert tenant_state(tenant_a) == before
+
+
+@pytest.mark.parametrize("name", ["agent-list", "api-key-list", "membership-list"])
+def test_creating_through_tenant_b_never_lands_in_tenant_a(name, tenant_a, tenant_b, outsider):
+    before = tenant_state(tenant_a)
+    payload = {
+        "agent-list": {"key": "bee", "name": "B's agent"},
+        "api-key-list": {"name": "bee", "role": "viewer"},
+        "membership-list": {"email": "bee@b.test", "role": "viewer", "password": factories.PASSWORD},
+    }[name]
+
+    response = outsider.post(reverse(name), payload, format="json")
+
+    assert response.status_code == 201
+    assert tenant_state(tenant_a) == before
