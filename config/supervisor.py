@@ -5,6 +5,7 @@ the embedded PostgreSQL server when Toolgate runs on it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -47,10 +48,8 @@ def _stop(children: dict[str, subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             print(f"[toolgate] {name} did not stop in time; killing it", flush=True)
         # Kill whatever is left in the group (q2 worker processes, for instance).
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         process.wait()
 
 

@@ -4,6 +4,7 @@ and real daphne / django-q2 processes for end-to-end tests."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
@@ -21,7 +22,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     skipped = reporter.stats.get("skipped", []) if reporter is not None else []
     if os.environ.get("CI", "").lower() in {"1", "true", "yes"} and skipped:
-        print(f"\nCI: {len(skipped)} test(s) were skipped; in CI every test must run.")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     # The embedded server started for this run is stopped with it; one that was already running stays.
     if settings.EMBEDDED_DATABASE and embedded_db.started_here:
@@ -73,10 +73,10 @@ def anonymous() -> APIClient:
 
 
 @pytest.fixture(scope="session")
-def live(django_db_setup: None, django_db_blocker: pytest.FixtureRequest) -> LiveProcesses:
+def live(django_db_setup: None) -> Iterator[LiveProcesses]:
     """Real daphne and qcluster processes on the test database (use with transactional tests)."""
     from django.db import connection
 
     processes = LiveProcesses(db_name=connection.settings_dict["NAME"])
-    yield processes  # type: ignore[misc]
+    yield processes
     processes.stop_all()

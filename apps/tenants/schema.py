@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
-class ApiKeyScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
+class ApiKeyScheme(OpenApiAuthenticationExtension):  # type: ignore[misc,no-untyped-call]
     target_class = "apps.tenants.authentication.ApiKeyAuthentication"
     name = "apiKey"
 
@@ -20,7 +20,7 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
         }
 
 
-class SessionScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
+class SessionScheme(OpenApiAuthenticationExtension):  # type: ignore[misc,no-untyped-call]
     target_class = "apps.tenants.authentication.TenantSessionAuthentication"
     name = "session"
 

@@ -12,7 +12,7 @@ cross tenants (platform admin, retention sweeps that then act per tenant) says s
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from django.db import models
 from django.db.models.lookups import Exact, In
@@ -47,7 +47,10 @@ def _where_has_tenant(where: WhereNode, alias: str | None) -> bool:
     return False
 
 
-class TenantQuerySet(models.QuerySet[Any]):
+_M = TypeVar("_M", bound=models.Model)
+
+
+class TenantQuerySet(models.QuerySet[_M, _M]):
     _tenant_unscoped_ok: bool = False
 
     def for_tenant(self, tenant: Tenant | None) -> Self:
@@ -58,9 +61,9 @@ class TenantQuerySet(models.QuerySet[Any]):
 
     def dangerously_all_tenants(self) -> Self:
         """Deliberately cross tenants (platform administration, per-tenant sweeps)."""
-        clone = self._chain()
+        clone = self._chain()  # type: ignore[attr-defined]
         clone._tenant_unscoped_ok = True
-        return clone
+        return clone  # type: ignore[no-any-return]
 
     def _clone(self) -> Self:
         clone = super()._clone()  # type: ignore[misc]
@@ -68,7 +71,7 @@ class TenantQuerySet(models.QuerySet[Any]):
         return clone  # type: ignore[no-any-return]
 
     def _check_tenant_scope(self) -> None:
-        if self._tenant_unscoped_ok or self._known_related_objects:
+        if self._tenant_unscoped_ok or self._known_related_objects:  # type: ignore[attr-defined]
             return
         alias = self.query.get_initial_alias() if self.query.alias_map else self.model._meta.db_table
         if _where_has_tenant(self.query.where, alias):
@@ -110,8 +113,17 @@ class TenantQuerySet(models.QuerySet[Any]):
         return super().aggregate(*args, **kwargs)
 
 
-class TenantManager(models.Manager.from_queryset(TenantQuerySet)):  # type: ignore[misc]
+class TenantManager(models.Manager[_M]):
     """The default manager of tenant-owned models."""
+
+    def get_queryset(self) -> TenantQuerySet[_M]:
+        return TenantQuerySet(self.model, using=self._db)
+
+    def for_tenant(self, tenant: Tenant | None) -> TenantQuerySet[_M]:
+        return self.get_queryset().for_tenant(tenant)
+
+    def dangerously_all_tenants(self) -> TenantQuerySet[_M]:
+        return self.get_queryset().dangerously_all_tenants()
 
 
 class TenantScoped(models.Model):

@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -29,8 +28,7 @@ def _validation_error(exc: ValidationError) -> ServiceError:
     return ServiceError(ErrorCode.INVALID, f"{first_field}: {messages[0]}", details=details)
 
 
-def _user_by_email(email: str) -> AbstractBaseUser | None:
-    User = get_user_model()
+def _user_by_email(email: str) -> User | None:
     return User.objects.filter(email__iexact=email).order_by("pk").first()
 
 
@@ -84,7 +82,6 @@ def membership_create(*, actor: Actor, email: str, role: str, password: str | No
                 "password: required to create a new user for this email.",
                 details={"password": ["Required for a new user."]},
             )
-        User = get_user_model()
         user = User(username=email, email=email)
         try:
             validate_password(password, user)

@@ -10,7 +10,6 @@ from django.contrib.auth import get_user_model
 from apps.tenants.models import Tenant
 from apps.tenants.scoping import TenantScoped
 
-
 # Bookkeeping that a request with the tenant's own key updates by itself (the key's "last used" time).
 VOLATILE = {"last_used_at"}
 

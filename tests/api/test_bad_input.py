@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -18,13 +19,14 @@ from tests.api.tenant_state import tenant_state
 pytestmark = pytest.mark.django_db
 
 
-def _error(response, status: int, code: str) -> dict:
+def _error(response, status: int, code: str) -> dict[str, Any]:
     assert response.status_code == status, response.content
     body = response.json()
     assert set(body) == {"error"}
     assert set(body["error"]) == {"code", "message", "details"}
     assert body["error"]["code"] == code
-    return body["error"]
+    error: dict[str, Any] = body["error"]
+    return error
 
 
 def test_malformed_json(owner_a, tenant_a):

@@ -72,7 +72,8 @@ def test_role_matrix(role, method, template, body, least, success, tenant_a):
         assert response.status_code == 403, response.content
         error = response.json()["error"]
         assert error["code"] == "permission_denied"
-        assert least in error["message"] and role in error["message"]
+        assert least in error["message"]
+        assert role in error["message"]
         assert tenant_state(tenant_a) == before
 
 

@@ -64,11 +64,9 @@ class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
         # DRF would quietly turn 7 into "7"; a wrong JSON type is an error, not something to coerce.
         for name in sorted(writable & set(data)):
             field, value = self.fields[name], data[name]
-            if isinstance(field, serializers.CharField | serializers.ChoiceField) and not isinstance(
-                value, str
-            ):
-                if not (value is None and field.allow_null):
-                    errors[name] = [f"Must be a string, got {_json_type(value)}."]
+            textual = isinstance(field, serializers.CharField | serializers.ChoiceField)
+            if textual and not isinstance(value, str) and not (value is None and field.allow_null):
+                errors[name] = [f"Must be a string, got {_json_type(value)}."]
         if errors:
             raise serializers.ValidationError(errors)
         return super().to_internal_value(data)

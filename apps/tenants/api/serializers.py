@@ -128,7 +128,7 @@ class TenantOutput(serializers.Serializer):  # type: ignore[type-arg]
 class MeOutput(serializers.Serializer):  # type: ignore[type-arg]
     kind = serializers.CharField()
     id = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # DRF collects declared fields by name
     role = serializers.CharField()
     tenant = TenantOutput()
     email = serializers.EmailField(allow_null=True)
