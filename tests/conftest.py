@@ -14,7 +14,7 @@ from apps.tenants.models import Tenant
 from apps.tenants.roles import Role
 from config import embedded_db
 from tests import factories
-from tests.live import LiveProcesses
+from tests.processes import LiveProcesses
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -74,7 +74,7 @@ def anonymous() -> APIClient:
 
 @pytest.fixture(scope="session")
 def live(django_db_setup: None) -> Iterator[LiveProcesses]:
-    """Real daphne and qcluster processes on the test database (use with transactional tests)."""
+    """Real daphne and qcluster processes on the test database (use with transactional tests; see tests/processes.py)."""
     from django.db import connection
 
     processes = LiveProcesses(db_name=connection.settings_dict["NAME"])
