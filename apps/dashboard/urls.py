@@ -1,10 +1,23 @@
 from django.urls import path
 
-from apps.dashboard import views
+from apps.dashboard.views import agents, api_keys, audit, auth, home, members
 
 app_name = "dashboard"
 urlpatterns = [
-    path("login/", views.LoginView.as_view(), name="login"),
-    path("logout/", views.logout_view, name="logout"),
-    path("", views.home, name="home"),
+    path("login/", auth.LoginView.as_view(), name="login"),
+    path("logout/", auth.logout_view, name="logout"),
+    path("tenant/switch/", auth.switch_tenant, name="switch_tenant"),
+    path("", home.home, name="home"),
+    path("agents/", agents.agent_list, name="agents"),
+    path("agents/new/", agents.agent_create, name="agent_create"),
+    path("agents/<str:key>/edit/", agents.agent_edit, name="agent_edit"),
+    path("agents/<str:key>/delete/", agents.agent_delete, name="agent_delete"),
+    path("api-keys/", api_keys.api_key_list, name="api_keys"),
+    path("api-keys/new/", api_keys.api_key_create, name="api_key_create"),
+    path("api-keys/<uuid:id>/revoke/", api_keys.api_key_revoke, name="api_key_revoke"),
+    path("members/", members.member_list, name="members"),
+    path("members/new/", members.member_add, name="member_add"),
+    path("members/<uuid:id>/role/", members.member_role, name="member_role"),
+    path("members/<uuid:id>/remove/", members.member_remove, name="member_remove"),
+    path("audit/", audit.audit_log, name="audit"),
 ]

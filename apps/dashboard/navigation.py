@@ -1,0 +1,47 @@
+"""The dashboard's sections. A later feature (Tools, Policy, MCP, Teams) adds one entry here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.urls import reverse
+
+from apps.tenants.actors import Actor
+from apps.tenants.roles import Role
+
+
+@dataclass(frozen=True)
+class Section:
+    label: str
+    url_name: str
+    role: str
+    # URL names starting with this prefix belong to the section (it is highlighted on their pages).
+    prefix: str
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("Overview", "dashboard:home", Role.VIEWER, "home"),
+    Section("Agents", "dashboard:agents", Role.VIEWER, "agent"),
+    Section("API keys", "dashboard:api_keys", Role.ADMIN, "api_key"),
+    Section("Members", "dashboard:members", Role.VIEWER, "member"),
+    Section("Audit log", "dashboard:audit", Role.ADMIN, "audit"),
+)
+
+
+@dataclass(frozen=True)
+class NavItem:
+    label: str
+    url: str
+    active: bool
+
+
+def nav_items(actor: Actor | None, current_url_name: str | None) -> list[NavItem]:
+    """The sections ``actor`` may open (none when nobody is acting), the current one marked active."""
+    if actor is None:
+        return []
+    current = current_url_name or ""
+    return [
+        NavItem(s.label, reverse(s.url_name), current.startswith(s.prefix))
+        for s in SECTIONS
+        if actor.can(s.role)
+    ]

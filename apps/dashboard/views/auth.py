@@ -1,0 +1,48 @@
+"""Logging in and out, and choosing the tenant to act in."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import logout
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from apps.dashboard.actor import SESSION_TENANT_KEY, session_user
+from apps.dashboard.forms import TenantSwitchForm
+from apps.tenants.selectors import tenants_of_user
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login form in the dashboard's layout."""
+
+    template_name = "dashboard/login.html"
+    redirect_authenticated_user = True
+
+
+@require_POST
+def logout_view(request: HttpRequest) -> HttpResponse:
+    """Log out (POST only, so a link or an image on another site cannot log anyone out)."""
+    logout(request)
+    messages.info(request, "You are logged out.")
+    return redirect("dashboard:login")
+
+
+@require_POST
+def switch_tenant(request: HttpRequest) -> HttpResponse:
+    """Act in another tenant. Only a tenant the user is an active member of is accepted; anything else
+    answers 404 (the same as a tenant that does not exist) and leaves the session as it was."""
+    user = session_user(request)
+    if user is None:
+        return redirect_to_login(request.get_full_path())
+    form = TenantSwitchForm(request.POST)
+    if not form.is_valid():
+        raise Http404("No such tenant.")
+    membership = tenants_of_user(user_id=user.pk).filter(tenant_id=form.cleaned_data["tenant_id"]).first()
+    if membership is None:
+        raise Http404("No such tenant.")
+    request.session[SESSION_TENANT_KEY] = str(membership.tenant_id)
+    messages.success(request, f"Now working in {membership.tenant.name}.")
+    return redirect("dashboard:home")
