@@ -28,7 +28,15 @@ def add_service_error(form: forms.Form, exc: ServiceError) -> None:
         form.add_error(None, exc.message)
 
 
-class AgentForm(forms.Form):
+class DashboardForm(forms.Form):
+    """A form whose labels carry no trailing colon (the layout sets labels apart already)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+
+
+class AgentForm(DashboardForm):
     """The editable fields of an agent (the key is set once, in :class:`AgentCreateForm`)."""
 
     name = forms.CharField(max_length=200)
@@ -90,7 +98,7 @@ def _roles_up_to(role: str) -> list[tuple[str, str]]:
     return [(value, label) for value, label in Role.choices if role_at_least(role, value)]
 
 
-class ApiKeyCreateForm(forms.Form):
+class ApiKeyCreateForm(DashboardForm):
     name = forms.CharField(max_length=100, help_text="What uses this key, e.g. “support bot (prod)”.")
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
     expires_at = forms.DateTimeField(
@@ -106,7 +114,7 @@ class ApiKeyCreateForm(forms.Form):
         self.fields["role"].choices = _roles_up_to(actor_role)  # type: ignore[attr-defined]
 
 
-class MemberAddForm(forms.Form):
+class MemberAddForm(DashboardForm):
     email = forms.EmailField(max_length=254)
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
     password = forms.CharField(
@@ -117,15 +125,15 @@ class MemberAddForm(forms.Form):
     )
 
 
-class MemberRoleForm(forms.Form):
+class MemberRoleForm(DashboardForm):
     role = forms.ChoiceField(choices=Role.choices)
 
 
-class TenantSwitchForm(forms.Form):
+class TenantSwitchForm(DashboardForm):
     tenant_id = forms.UUIDField()
 
 
-class AuditFilterForm(forms.Form):
+class AuditFilterForm(DashboardForm):
     verb = forms.CharField(
         max_length=100, required=False, help_text="Exact, or a prefix ending in '.' or '*'."
     )

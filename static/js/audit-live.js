@@ -14,6 +14,7 @@
   const filters = filtersNode ? JSON.parse(filtersNode.textContent || "{}") : {};
   const maxRows = parseInt(table.dataset.maxRows || "50", 10);
   const SUMMARY_CHARS = 160;
+  const TITLE_CHARS = 4000;
   const MAX_DELAY_MS = 30000;
 
   let socket = null;
@@ -52,11 +53,11 @@
     return JSON.stringify(v);
   }
 
-  function summary(value) {
+  function summary(value, limit) {
     if (value === null || value === undefined || value === "") return "";
     if (typeof value === "object" && Object.keys(value).length === 0) return "";
     const text = toJson(value);
-    return text.length <= SUMMARY_CHARS ? text : text.slice(0, SUMMARY_CHARS - 1) + "…";
+    return text.length <= limit ? text : text.slice(0, limit - 1) + "…";
   }
 
   function cell(row, className) {
@@ -98,7 +99,9 @@
       target.append(" ", el("code", id, "small"));
     }
 
-    cell(row, "details mono small").textContent = summary(data.data);
+    const details = el("span", summary(data.data, SUMMARY_CHARS));
+    details.title = summary(data.data, TITLE_CHARS);
+    cell(row, "details mono small").append(details);
 
     tbody.insertBefore(row, tbody.firstChild);
     while (tbody.rows.length > maxRows) tbody.deleteRow(-1);

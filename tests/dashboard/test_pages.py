@@ -339,6 +339,7 @@ def test_switch_to_a_tenant_the_user_belongs_to(tenant_a, tenant_b, owner_user):
 
 
 def test_switch_refuses_a_tenant_the_user_is_not_a_member_of(owner, tenant_a, tenant_b):
+    factories.make_user(tenant_b, Role.OWNER)  # tenant B has members, just not this user
     owner.get(reverse("dashboard:home"))
     assert owner.session["tenant_id"] == str(tenant_a.pk)
 
