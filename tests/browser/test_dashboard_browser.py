@@ -7,13 +7,14 @@ database after it has closed.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, WebSocketRoute, expect, sync_playwright
 
 from apps.audit.models import AuditEvent
 from apps.tenants import services
@@ -34,6 +35,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 SCREENSHOTS = Path(os.environ.get("DASHBOARD_SCREENSHOT_DIR", "/tmp"))
+XSS_NAME = '<img src=x onerror="window.__xss=1">'
 RAW_KEY = re.compile(r"tgk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{43}")
 
 
@@ -109,7 +111,7 @@ def test_owner_manages_agents_and_keys_and_sees_audit_events_live(live):
             rows_before = page.locator("table.audit-table tbody tr[data-id]").count()
             response = httpx.post(
                 f"{base}/api/v1/agents/",
-                json={"key": "api-bot", "name": "Made over the API"},
+                json={"key": "api-bot", "name": XSS_NAME},
                 headers={"Authorization": f"Bearer {raw}"},
                 timeout=10,
             )
@@ -117,6 +119,12 @@ def test_owner_manages_agents_and_keys_and_sees_audit_events_live(live):
             live_row = page.locator("table.audit-table tbody tr").first
             expect(live_row).to_contain_text("agent.created", timeout=15_000)
             expect(live_row).to_contain_text('"key": "api-bot"')
+            # Event data is shown as text, never as markup.
+            expect(live_row.locator("td.details span")).to_have_attribute(
+                "title", re.compile(re.escape(json.dumps(XSS_NAME)))
+            )
+            assert page.evaluate("window.__xss") is None
+            assert live_row.locator("img").count() == 0
             expect(live_row).to_contain_text("automation")  # the actor label names the key
             expect(live_row).to_contain_text("api_key")
             assert page.evaluate("window.__sameDocument") is True
@@ -155,8 +163,64 @@ def test_owner_manages_agents_and_keys_and_sees_audit_events_live(live):
 
     agents = dict(Agent.objects.for_tenant(tenant).values_list("key", "settings"))
     assert agents == {"support-bot": {"temperature": 0.2}, "api-bot": {}}
+    assert Agent.objects.for_tenant(tenant).get(key="api-bot").name == XSS_NAME
     key = ApiKey.objects.for_tenant(tenant).get(name="automation")
     assert (key.role, key.created_by_id, key.last_used_at is not None) == ("admin", owner.pk, True)
     assert raw.startswith(f"tgk_{key.prefix}_")
     assert AuditEvent.objects.for_tenant(tenant).filter(verb="agent.created").count() == 2
     assert not Agent.objects.for_tenant(other_tenant).exists()
+
+
+def log_in(page: Page, base: str, email: str) -> None:
+    page.goto("/login/")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(factories.PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(f"{base}/")
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium (apt-get install chromium)")
+def test_live_audit_reconnects_after_a_drop_and_applies_the_page_filters(live):
+    base = live.daphne()
+    tenant = factories.make_tenant("initech")
+    owner = factories.make_user(tenant, Role.OWNER, email="owner@initech.test")
+    admin_key = factories.make_api_key(tenant, Role.ADMIN, name="deployer")
+    api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {admin_key}"}, timeout=10)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_context(base_url=base).new_page()
+            page.set_default_timeout(10_000)
+            log_in(page, base, owner.email)
+
+            # The first socket is dropped before it subscribes; the page must retry on its own.
+            attempts: list[str] = []
+
+            def drop_the_first(ws: WebSocketRoute) -> None:
+                attempts.append(ws.url)
+                if len(attempts) == 1:
+                    ws.close()
+                else:
+                    ws.connect_to_server()
+
+            page.route_web_socket(re.compile(r"/ws/events/$"), drop_the_first)
+            page.goto("/audit/?verb=agent.deleted")
+            indicator = page.locator("[data-live-indicator]")
+            expect(page.get_by_text("No audit events match these filters.")).to_be_visible()
+            expect(indicator).to_have_attribute("data-state", "reconnecting")
+            expect(indicator).to_have_attribute("data-state", "live")
+            assert len(attempts) == 2
+
+            assert api.post("/api/v1/agents/", json={"key": "temp", "name": "Temp"}).status_code == 201
+            assert api.delete("/api/v1/agents/temp/").status_code == 204
+
+            rows = page.locator("table.audit-table tbody tr")
+            expect(rows).to_have_count(1)
+            expect(rows.first).to_contain_text("agent.deleted")
+            expect(rows.first).to_contain_text("deployer")
+            # agent.created was sent first on the same socket, and left out by the verb filter.
+            assert page.locator("table.audit-table").inner_text().count("agent.created") == 0
+        finally:
+            browser.close()
+            api.close()
