@@ -1,0 +1,137 @@
+"""``python -m bench``: create the throwaway database, seed it, measure, print a table, drop it.
+
+See the package docstring for why it measures in-process, and ``bench.db`` for the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+from bench.db import BENCH_DB
+
+# Before Django reads its settings: point every connection (and the channel layer) at the bench
+# database, whatever the caller's environment says, so the developer's ``toolgate`` stays untouched.
+os.environ["TOOLGATE_DB_NAME"] = BENCH_DB
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# One log line per request at INFO would measure the console, not the code.
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+import django
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connections  # noqa: E402
+from django.test import Client, override_settings  # noqa: E402
+
+from bench import data, db, measure  # noqa: E402
+from bench.urls import BASELINE_PATH  # noqa: E402
+from config import embedded_db  # noqa: E402
+
+
+def _endpoints(seeded: data.BenchData) -> list[measure.Endpoint]:
+    auth = {"Authorization": f"Bearer {seeded.api_key}"}
+
+    def me_is_bench(response: object) -> None:
+        body = response.json()  # type: ignore[attr-defined]
+        assert body["tenant"]["slug"] == "bench", body
+
+    def fifty_agents(response: object) -> None:
+        body = response.json()  # type: ignore[attr-defined]
+        assert body["count"] == data.AGENTS, body.get("count")
+        assert len(body["results"]) == data.AGENTS
+
+    def an_audit_page(response: object) -> None:
+        body = response.json()  # type: ignore[attr-defined]
+        assert len(body["results"]) == 50, len(body["results"])
+        assert body["next"], "1000 events must span several pages"
+
+    return [
+        measure.Endpoint("baseline: bare DRF APIView", BASELINE_PATH),
+        measure.Endpoint("GET /healthz (plain Django view)", "/healthz"),
+        measure.Endpoint("GET /api/v1/me/ (API key)", "/api/v1/me/", auth, me_is_bench),
+        measure.Endpoint(
+            f"GET /api/v1/agents/ ({data.AGENTS} agents)", "/api/v1/agents/", auth, fifty_agents
+        ),
+        measure.Endpoint(
+            f"GET /api/v1/audit/events/ ({data.AUDIT_EVENTS} events, page of 50)",
+            "/api/v1/audit/events/",
+            auth,
+            an_audit_page,
+        ),
+    ]
+
+
+def _table(results: list[measure.Result]) -> str:
+    baseline = results[0]
+    lines = [
+        "| endpoint | req/s | p50 ms | p95 ms | queries/req | vs baseline |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        # Ratio of mean latencies (= inverse ratio of requests/s): how many baseline requests one costs.
+        ratio = r.mean_ms / baseline.mean_ms
+        lines.append(
+            f"| {r.label} | {r.rps:,.0f} | {r.p50_ms:.2f} | {r.p95_ms:.2f} | {r.queries_text()} "
+            f"| {ratio:.1f}x |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--seconds", type=float, default=4.0, help="timed run per endpoint (default 4)")
+    parser.add_argument("--show-queries", action="store_true", help="print the SQL of one request each")
+    args = parser.parse_args()
+
+    settings_dict = connections["default"].settings_dict
+    started = time.monotonic()
+    try:
+        db.recreate(settings_dict)
+        call_command("migrate", verbosity=0, interactive=False)
+        call_command("createcachetable", verbosity=0)
+        seeded = data.seed()
+        prepared = time.monotonic() - started
+
+        results: list[measure.Result] = []
+        # "testserver" is the test client's Host header; the bench URLconf adds the baseline route.
+        with override_settings(ROOT_URLCONF="bench.urls", ALLOWED_HOSTS=["testserver"]):
+            client = Client()
+            for endpoint in _endpoints(seeded):
+                results.append(measure.run(client, endpoint, seconds=args.seconds))
+        connect = measure.connect_ms()
+    finally:
+        connections.close_all()
+        db.drop(settings_dict)
+        if settings.EMBEDDED_DATABASE and embedded_db.started_here:
+            embedded_db.stop()
+
+    where = "embedded PostgreSQL" if settings.EMBEDDED_DATABASE else "DATABASE_URL's server"
+    print(
+        f"Toolgate bench — in-process Django test client, database {BENCH_DB!r} on the {where} "
+        f"(created, seeded and dropped by this run; setup {prepared:.1f}s)"
+    )
+    print(
+        f"Python {platform.python_version()}, Django {django.get_version()}, {args.seconds:g}s per endpoint\n"
+    )
+    print(_table(results))
+    print(
+        f"\nNew database connection: {connect:.2f} ms (median). Under daphne with DATABASE_CONN_MAX_AGE=0 "
+        "(the default) every request that touches the database pays this on top of the figures above."
+    )
+    if args.show_queries:
+        for r in results:
+            print(f"\n{r.label}:")
+            for statement in r.sample_sql:
+                print(f"  {statement}")
+    print(f"\ntotal {time.monotonic() - started:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The throwaway ``toolgate_bench`` database: created empty before a run, dropped after it.
+
+It lives on the same server as the developer's ``toolgate`` database (the embedded one, or
+``DATABASE_URL``'s), but the harness only ever creates, migrates and drops *this* name, so the
+developer's data is never read or written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+BENCH_DB = "toolgate_bench"
+
+
+def _admin_connection(settings_dict: dict[str, Any]) -> psycopg.Connection[Any]:
+    # CREATE/DROP DATABASE cannot run inside the database concerned, nor in a transaction.
+    return psycopg.connect(
+        host=settings_dict["HOST"] or None,
+        port=settings_dict["PORT"] or None,
+        user=settings_dict["USER"] or None,
+        password=settings_dict["PASSWORD"] or None,
+        dbname="postgres",
+        autocommit=True,
+    )
+
+
+def _checked_name(settings_dict: dict[str, Any]) -> str:
+    # The one safety net that matters: never drop a database other than the bench's own.
+    name = str(settings_dict["NAME"])
+    if name != BENCH_DB:
+        raise RuntimeError(f"refusing to touch database {name!r}: the bench only uses {BENCH_DB!r}")
+    return name
+
+
+def recreate(settings_dict: dict[str, Any]) -> None:
+    """Drop whatever a crashed earlier run left behind and create an empty bench database."""
+    name = sql.Identifier(_checked_name(settings_dict))
+    with _admin_connection(settings_dict) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
+
+
+def drop(settings_dict: dict[str, Any]) -> None:
+    """Drop the bench database; FORCE ends connections still held (e.g. a channel-layer pool)."""
+    name = sql.Identifier(_checked_name(settings_dict))
+    with _admin_connection(settings_dict) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
