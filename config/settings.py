@@ -197,17 +197,15 @@ else:
     }
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_postgres.core.PostgresChannelLayer",
+            # channels_postgres with per-event-loop pools; connects like the "default" database alias
+            # (see apps/realtime/layers.py for why the stock backend is not used directly).
+            "BACKEND": "apps.realtime.layers.PostgresChannelLayer",
             "CONFIG": {
-                **{
-                    k: v
-                    for k, v in _db.items()
-                    if k in {"ENGINE", "NAME", "USER", "PASSWORD", "HOST", "PORT"}
-                },
-                "OPTIONS": {},
-                "TIME_ZONE": None,
+                "DATABASE": "default",
                 "expiry": 60,
-                "PSYCOPG_OPTIONS": {"min_size": 1, "max_size": 10},
+                # min_size 0: sync publishers get a pool per short-lived event loop; none should
+                # start connecting in the background just as its loop shuts down.
+                "PSYCOPG_OPTIONS": {"min_size": 0, "max_size": 10},
             },
         }
     }
