@@ -62,7 +62,24 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.channel_layer.group_discard(group_name(self.actor.tenant.pk, topic), self.channel_name)
         self.topics.clear()
 
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        """Decode one frame; a frame that is not JSON text gets an error and the socket stays open."""
+        if text_data is None:
+            await self._error("invalid", "Send JSON text frames; binary frames are not accepted.")
+            return
+        try:
+            content = await self.decode_json(text_data)
+        except ValueError:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+            await self._error(
+                "invalid", 'Messages must be JSON, e.g. {"type": "subscribe", "topics": ["audit"]}.'
+            )
+            return
+        await self.receive_json(content, **kwargs)
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """Handle ``subscribe``, ``unsubscribe`` and ``ping``; anything else gets an error reply."""
         assert self.actor is not None
         if not isinstance(content, dict) or not isinstance(content.get("type"), str):
             await self._error("invalid", "Send a JSON object with a string 'type'.")
@@ -86,7 +103,9 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         unknown = [t for t in topics if t not in TOPICS]
         if unknown:
             await self._error(
-                "unknown_topic", f"Unknown topics: {', '.join(sorted(unknown))}.", available=sorted(TOPICS)
+                "unknown_topic",
+                f"Unknown topics: {', '.join(sorted(unknown))}. Available: {', '.join(sorted(TOPICS))}.",
+                available=sorted(TOPICS),
             )
             return
         forbidden = [t for t in topics if not self.actor.can(TOPICS[t])]
