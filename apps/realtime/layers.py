@@ -107,12 +107,13 @@ class LoopLocalDatabaseLayer(DatabaseLayer):  # type: ignore[misc]
             if self._pools.get(loop) is pool:
                 del self._pools[loop]
             # The pool's own workers are being cancelled in the same sweep, which makes pool.close()
-            # give up (CancelledError from gathering them) before it closes its idle connections:
-            # close every connection this pool opened directly, then mark the pool closed.
+            # stop with CancelledError (from gathering them) before it closes its idle connections:
+            # close every connection this pool opened directly; close() still marks the pool closed.
+            # (No timeout: with one, psycopg_pool leaves the gathering future's error unretrieved.)
             for conn in list(opened):
                 await conn.close()
             with contextlib.suppress(asyncio.CancelledError):
-                await pool.close(timeout=0)
+                await pool.close(timeout=None)  # type: ignore[arg-type]
 
     async def send_to_channel(
         self, group_key: str, message: bytes, expire: int, channel: str | None = None
