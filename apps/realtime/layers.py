@@ -24,7 +24,8 @@ message format and NOTIFY protocol, so it interoperates with the stock layer):
    into the wrong database. Here the layer takes its connection settings from a Django database alias
    when it is built (on first use, after the test runner has switched databases).
 
-It also stores a group message with one ``INSERT … SELECT`` instead of a read and a write, and stays
+It also claims a process-local channel before sending to it (so a send-then-receive in one process
+is not lost), stores a group message with one ``INSERT … SELECT`` instead of a read and a write, and stays
 quiet (instead of logging a warning per event) when a group has no subscriber, the normal case.
 """
 
@@ -163,6 +164,18 @@ class PostgresChannelLayer(UpstreamPostgresChannelLayer):  # type: ignore[misc]
         connection.setdefault("OPTIONS", {})
         super().__init__(**connection, **config)
         self.django_db = LoopLocalDatabaseLayer(config.get("PSYCOPG_OPTIONS", {}), self.db_params)
+
+    async def send(self, channel: str, message: dict[str, Any]) -> None:
+        """Send to one channel; a channel of this process is claimed before the message is stored.
+
+        Upstream's listener drops the NOTIFY of a channel nobody in this process has called
+        ``receive()`` on yet, and never reads that row again: a send-then-receive in one process
+        (the ``/readyz`` channel-layer check) then waits forever, intermittently. A channel named with
+        our client prefix can only be received here, so claiming it at send time is safe.
+        """
+        if "!" in channel and self.non_local_name(channel).endswith(self.client_prefix + "!"):
+            await self._get_or_create_channel_advisory_lock(channel)
+        await super().send(channel, message)
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         """Send ``message`` to every channel of ``group`` with one ``INSERT … SELECT``."""

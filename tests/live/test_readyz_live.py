@@ -43,6 +43,10 @@ def test_ready_with_daphne_and_a_cluster(live: LiveProcesses) -> None:
     assert set(body["checks"]) == CHECKS
     assert all(check["ok"] is True for check in body["checks"].values()), body
     assert body["checks"]["q2_cluster"]["clusters"] >= 1
+    # Stays ready: the channel-layer round trip (send, then receive in the same process) never hangs.
+    for _ in range(20):
+        again = httpx.get(f"{base_url}/readyz", timeout=10)
+        assert again.status_code == 200, again.text
 
 
 def test_not_ready_without_a_cluster(live: LiveProcesses) -> None:
