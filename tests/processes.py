@@ -43,15 +43,16 @@ class LiveProcesses:
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         log = Path(os.environ.get("TMPDIR", "/tmp")) / f"toolgate-test-{name}-{os.getpid()}.log"
         self.logs[name] = log
-        handle = log.open("wb")
-        return subprocess.Popen(
-            argv,
-            cwd=BASE_DIR,
-            env=self.env(),
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        # The child keeps its own copy of the descriptor; ours is closed at once.
+        with log.open("wb") as handle:
+            return subprocess.Popen(
+                argv,
+                cwd=BASE_DIR,
+                env=self.env(),
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     @property
     def base_url(self) -> str:
