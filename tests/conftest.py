@@ -74,7 +74,9 @@ def anonymous() -> APIClient:
 
 @pytest.fixture(scope="session")
 def live(django_db_setup: None) -> Iterator[LiveProcesses]:
-    """Real daphne and qcluster processes on the test database (use with transactional tests; see tests/processes.py)."""
+    """Real daphne and qcluster processes on the test database (tests/processes.py).
+
+    Use it from transactional tests: the processes only see committed rows."""
     from django.db import connection
 
     processes = LiveProcesses(db_name=connection.settings_dict["NAME"])
