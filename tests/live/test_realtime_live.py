@@ -11,6 +11,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from functools import partial
 
 import httpx
 import pytest
@@ -117,7 +118,7 @@ def test_worker_keeps_publishing_task_after_task(live, daphne, sockets, tenant_a
     for round_ in range(4):
         key = make_expired_key(tenant_a, f"expiring-{round_}")
         async_task("apps.tenants.tasks.expire_api_keys")
-        sock.wait_for(lambda m, key=key: is_expired_audit(m, key))
+        sock.wait_for(partial(is_expired_audit, key=key))
 
 
 # --- b. tenant isolation --------------------------------------------------------------------------------
@@ -143,7 +144,7 @@ def test_a_tenant_never_receives_another_tenants_events(live, daphne, sockets, t
 
     # A sees its own changes, on both the agents and the audit topic, and then its marker.
     for agent_key in ("alpha", "beta"):
-        sock_a.wait_for(lambda m, k=agent_key: event_of(m, topic="agents", type="agent.created", key=k))
+        sock_a.wait_for(partial(event_of, topic="agents", type="agent.created", key=agent_key))
     sock_a.wait_for(lambda m: event_of(m, topic="agents", type="agent.created", key="marker-a"))
     audited_a = [e["data"]["data"].get("key") for e in sock_a.events() if e["topic"] == "audit"]
     assert {"alpha", "beta"} <= set(audited_a)
