@@ -85,9 +85,7 @@ def main() -> int:
     code = 0
     started = time.monotonic()
     try:
-        _manage("migrate", "--noinput", "--verbosity", "0")
-        _manage("createcachetable")
-        _manage("seed_demo")
+        _manage("bootstrap")
         children["daphne"] = _start(
             "daphne", [sys.executable, "-m", "daphne", "-b", host, "-p", port, "config.asgi:application"]
         )

@@ -44,8 +44,11 @@ def api_key_from_raw(raw: str) -> ApiKey | None:
     prefix = keys.parse_prefix(raw)
     if prefix is None:
         return None
-    key = ApiKey.objects.dangerously_all_tenants().select_related("tenant").filter(prefix=prefix).first()
-    if key is None or not keys.matches(raw, key.digest) or not key.is_usable or not key.tenant.is_active:
+    try:
+        key = ApiKey.objects.dangerously_all_tenants().select_related("tenant").get(prefix=prefix)
+    except ApiKey.DoesNotExist:
+        return None
+    if not keys.matches(raw, key.digest) or not key.is_usable or not key.tenant.is_active:
         return None
     now = timezone.now()
     if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import os
 import secrets
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -23,26 +24,23 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         password_file = settings.DATA_DIR / "demo_owner_password"
+        new_password: str | None = None
         with transaction.atomic():
             tenant = Tenant.objects.filter(slug=DEMO_SLUG).first()
             if tenant is None:
                 tenant = services.tenant_create(slug=DEMO_SLUG, name="Demo")
             system = Actor.system(tenant)
-            User = get_user_model()
             owner = User.objects.filter(email__iexact=DEMO_OWNER).first()
-            if owner is None or not password_file.exists():
-                password = f"demo-{secrets.token_urlsafe(12)}"
-                if owner is None:
-                    services.membership_create(
-                        actor=system, email=DEMO_OWNER, role=Role.OWNER, password=password
-                    )
-                else:
-                    owner.set_password(password)
-                    owner.save(update_fields=["password"])
-                password_file.write_text(password)
-                password_file.chmod(0o600)
+            if owner is None:
+                new_password = f"demo-{secrets.token_urlsafe(12)}"
+                services.membership_create(
+                    actor=system, email=DEMO_OWNER, role=Role.OWNER, password=new_password
+                )
             else:
-                password = password_file.read_text().strip()
+                if not password_file.exists():  # the printed password was lost: issue a new one
+                    new_password = f"demo-{secrets.token_urlsafe(12)}"
+                    owner.set_password(new_password)
+                    owner.save(update_fields=["password"])
                 if not Membership.objects.for_tenant(tenant).filter(user=owner).exists():
                     services.membership_create(actor=system, email=DEMO_OWNER, role=Role.OWNER)
             if not Agent.objects.for_tenant(tenant).filter(key="assistant").exists():
@@ -58,6 +56,14 @@ class Command(BaseCommand):
             raw = None
             if existing is None:
                 _, raw = services.api_key_create(actor=system, name=DEMO_KEY_NAME, role=Role.ADMIN)
+        # Only once the password is committed is it written down (owner-only file, replaced atomically).
+        if new_password is not None:
+            tmp = password_file.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(new_password)
+            os.replace(tmp, password_file)
+        password = new_password or password_file.read_text().strip()
         self.stdout.write(f"Demo tenant:     {tenant.slug}")
         self.stdout.write(f"Dashboard login: {DEMO_OWNER} / {password}")
         if raw is not None:
