@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# System packages the test suite needs beyond Python: Chromium (+ driver) for the dashboard browser tests.
+# System packages the test suite needs beyond Python: Chromium (+ driver) for the dashboard browser tests,
+# redis-server for the live tests of the Redis channel layer and cache (the suite starts its own).
 # Installed with apt-get when missing and we are root; otherwise we fail loudly with what to install.
 set -euo pipefail
 
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+[ -x /usr/bin/redis-server ] || missing+=(redis-server)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
