@@ -11,7 +11,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.http.request import validate_host
 
-from apps.realtime.events import TOPICS, group_name, public
+from apps.realtime.events import TOPICS, group_name, principal_group, public
 from apps.tenants.actors import Actor
 from apps.tenants.authentication import actor_for_api_key_header, actor_for_session_user
 
@@ -24,18 +24,20 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def connect(self) -> None:
         self.topics: set[str] = set()
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in self.scope.get("headers", [])}
-        authorization = headers.get("authorization", "")
-        if authorization:
-            self.actor = await database_sync_to_async(actor_for_api_key_header)(authorization)
-        else:
-            user = self.scope.get("user")
-            if user is not None and user.is_authenticated and self._same_origin(headers.get("origin", "")):
-                session = self.scope.get("session")
-                tenant_id = session.get("tenant_id") if session is not None else None
-                self.actor = await database_sync_to_async(actor_for_session_user)(user, tenant_id)
+        self.principal_groups: list[str] = []
+        self.actor = await self._authenticate()
         if self.actor is None:
             await self.close(code=4401)  # before accept: the handshake is refused (HTTP 403)
+            return
+        # Join the credential's groups first, then check the credential once more: a revocation that
+        # commits meanwhile is either seen by the check or delivered to the joined group.
+        self.principal_groups = self._principal_groups(self.actor)
+        for group in self.principal_groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        if await self._authenticate() != self.actor:
+            await self._leave_principal_groups()
+            self.actor = None
+            await self.close(code=4401)
             return
         await self.accept()
         await self.send_json(
@@ -47,6 +49,41 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             }
         )
 
+    async def _authenticate(self) -> Actor | None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in self.scope.get("headers", [])}
+        authorization = headers.get("authorization", "")
+        if authorization:
+            actor: Actor | None = await database_sync_to_async(actor_for_api_key_header)(authorization)
+            return actor
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated or not self._same_origin(headers.get("origin", "")):
+            return None
+        session = self.scope.get("session")
+        tenant_id = session.get("tenant_id") if session is not None else None
+        actor = await database_sync_to_async(actor_for_session_user)(user, tenant_id)
+        return actor
+
+    def _principal_groups(self, actor: Actor) -> list[str]:
+        if actor.kind == "api_key" and actor.api_key is not None:
+            return [principal_group("api_key", str(actor.api_key.pk))]
+        groups = []
+        if actor.user is not None:
+            groups.append(principal_group("member", f"{actor.tenant.pk}:{actor.user.pk}"))
+        session = self.scope.get("session")
+        if session is not None and session.session_key:
+            groups.append(principal_group("session", session.session_key))
+        return groups
+
+    async def _leave_principal_groups(self) -> None:
+        for group in self.principal_groups:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        self.principal_groups = []
+
+    async def toolgate_disconnect(self, message: dict[str, Any]) -> None:
+        """The credential of this socket was revoked, expired, removed or changed role: say why, close."""
+        await self._error("credentials_revoked", str(message.get("reason") or "Your credentials changed."))
+        await self.close(code=4403)
+
     @staticmethod
     def _same_origin(origin: str) -> bool:
         # Session-authenticated sockets must come from our own pages (cross-site websocket hijacking).
@@ -56,6 +93,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         return validate_host(host, settings.ALLOWED_HOSTS)
 
     async def disconnect(self, code: int) -> None:
+        await self._leave_principal_groups()
         if self.actor is None:
             return
         for topic in list(self.topics):

@@ -7,9 +7,10 @@ before sending (fail closed).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -50,23 +51,46 @@ def build(*, tenant: Tenant, topic: str, type: str, data: dict[str, Any]) -> dic
     }
 
 
-def send_now(event: dict[str, Any]) -> None:
-    """Deliver an already-built event to its group (use :func:`publish` from domain code)."""
+def _group_send(group: str, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(
-            group_name(event["_tenant_id"], event["topic"]), {"type": "toolgate.event", "event": event}
-        )
-    except Exception:  # a lost live event must never break the committed change it reports
-        logger.exception("could not deliver live event %s on topic %s", event["type"], event["topic"])
+        async_to_sync(layer.group_send)(group, message)
+    except Exception:  # a lost live message must never break the committed change it reports
+        logger.exception("could not deliver live message %s to %s", message["type"], group)
+
+
+def send_now(event: dict[str, Any]) -> None:
+    """Deliver an already-built event to its group (use :func:`publish` from domain code)."""
+    _group_send(group_name(event["_tenant_id"], event["topic"]), {"type": "toolgate.event", "event": event})
 
 
 def publish(*, tenant: Tenant, topic: str, type: str, data: dict[str, Any]) -> None:
     """Queue a live event for delivery once the current transaction commits (at once outside one)."""
     event = build(tenant=tenant, topic=topic, type=type, data=data)
     transaction.on_commit(lambda: send_now(event))
+
+
+# --- closing the sockets of a revoked credential -----------------------------------------------------
+
+PrincipalKind = Literal["api_key", "member", "session"]
+
+
+def principal_group(kind: PrincipalKind, ident: str) -> str:
+    """The group every socket of one credential joins: an API key (its id), a user's membership of a
+    tenant (``<tenant id>:<user id>``) or a dashboard session (its key, hashed: never in clear text)."""
+    digest = hashlib.sha256(f"{kind}:{ident}".encode()).hexdigest()[:48]
+    return f"tg.principal.{digest}"
+
+
+def disconnect(*, kind: PrincipalKind, ident: str, reason: str) -> None:
+    """Close every live socket of a credential once the current transaction commits.
+
+    Used when a key is revoked or expires, a member is removed or changes role, and on logout: a socket
+    must not go on receiving events on credentials that no longer hold."""
+    group = principal_group(kind, ident)
+    transaction.on_commit(lambda: _group_send(group, {"type": "toolgate.disconnect", "reason": reason}))
 
 
 def public(event: dict[str, Any]) -> dict[str, Any]:

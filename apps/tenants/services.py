@@ -146,6 +146,11 @@ def membership_update(*, actor: Actor, membership: Membership, role: str) -> Mem
         data=data,
     )
     events.publish(tenant=actor.tenant, topic="members", type="membership.updated", data=data)
+    events.disconnect(
+        kind="member",
+        ident=f"{membership.tenant_id}:{membership.user_id}",
+        reason=f"Your role in this tenant changed to {role}; reconnect.",
+    )
     return membership
 
 
@@ -159,6 +164,11 @@ def membership_delete(*, actor: Actor, membership: Membership) -> None:
         actor=actor, verb="membership.deleted", target_type="membership", target_id=membership_id, data=data
     )
     events.publish(tenant=actor.tenant, topic="members", type="membership.deleted", data=data)
+    events.disconnect(
+        kind="member",
+        ident=f"{membership.tenant_id}:{membership.user_id}",
+        reason="You are no longer a member of this tenant.",
+    )
 
 
 # --- agents -----------------------------------------------------------------------------------------
@@ -329,6 +339,7 @@ def api_key_revoke(*, actor: Actor, api_key: ApiKey) -> ApiKey:
     data = api_key_data(locked)
     record(actor=actor, verb="api_key.revoked", target_type="api_key", target_id=str(locked.pk), data=data)
     events.publish(tenant=actor.tenant, topic="api_keys", type="api_key.revoked", data=data)
+    events.disconnect(kind="api_key", ident=str(locked.pk), reason="This API key was revoked.")
     return locked
 
 
@@ -349,4 +360,5 @@ def api_key_record_expiry(*, api_key: ApiKey) -> bool:
         data=data,
     )
     events.publish(tenant=locked.tenant, topic="api_keys", type="api_key.expired", data=data)
+    events.disconnect(kind="api_key", ident=str(locked.pk), reason="This API key expired.")
     return True

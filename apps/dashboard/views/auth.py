@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from apps.dashboard.actor import SESSION_TENANT_KEY, session_user
 from apps.dashboard.forms import TenantSwitchForm
+from apps.realtime import events
 from apps.tenants.selectors import tenants_of_user
 
 
@@ -24,7 +25,10 @@ class LoginView(auth_views.LoginView):
 
 @require_POST
 def logout_view(request: HttpRequest) -> HttpResponse:
-    """Log out (POST only, so a link or an image on another site cannot log anyone out)."""
+    """Log out (POST only, so a link or an image on another site cannot log anyone out). Live sockets
+    opened with this session are closed too."""
+    if request.session.session_key:
+        events.disconnect(kind="session", ident=request.session.session_key, reason="You logged out.")
     logout(request)
     messages.info(request, "You are logged out.")
     return redirect("dashboard:login")
