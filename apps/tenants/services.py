@@ -61,6 +61,23 @@ def tenant_create(
     return tenant
 
 
+# --- dashboard sessions -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def session_record(*, actor: Actor, verb: str) -> None:
+    """Record a dashboard login (``auth.login``) or logout (``auth.logout``) in the actor's tenant."""
+    if verb not in {"auth.login", "auth.logout"} or actor.user is None:
+        raise ValueError(f"not a session event: {verb!r}")
+    record(
+        actor=actor,
+        verb=verb,
+        target_type="user",
+        target_id=str(actor.user.pk),
+        data={"email": getattr(actor.user, "email", "")},
+    )
+
+
 # --- memberships ------------------------------------------------------------------------------------
 
 
