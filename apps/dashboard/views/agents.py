@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import AgentCreateForm, AgentForm, add_service_error
+from apps.dashboard.views.confirm import confirm_action
 from apps.tenants import access, selectors, services
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
@@ -61,17 +62,16 @@ def agent_edit(request: DashboardRequest, key: str) -> HttpResponse:
 def agent_delete(request: DashboardRequest, key: str) -> HttpResponse:
     """Ask for confirmation (GET), then delete the agent (POST)."""
     agent = access.access_agent(actor=request.actor, key=key)
-    if request.method == "POST":
+
+    def perform() -> str:
         services.agent_delete(actor=request.actor, agent=agent)
-        messages.success(request, f"Agent {key} deleted.")
-        return redirect("dashboard:agents")
-    return render(
+        return f"Agent {key} deleted."
+
+    return confirm_action(
         request,
-        "dashboard/confirm.html",
-        {
-            "title": f"Delete agent {agent.key}?",
-            "body": "Agent loops using this key will stop getting tools. This cannot be undone.",
-            "action": "Delete agent",
-            "cancel_url_name": "dashboard:agents",
-        },
+        title=f"Delete agent {agent.key}?",
+        body="Agent loops using this key will stop getting tools. This cannot be undone.",
+        action="Delete agent",
+        back="dashboard:agents",
+        perform=perform,
     )

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from django.contrib import messages
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import ApiKeyCreateForm, add_service_error
+from apps.dashboard.views.confirm import confirm_action
 from apps.tenants import access, selectors, services
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
@@ -51,21 +51,16 @@ def api_key_create(request: DashboardRequest) -> HttpResponse:
 def api_key_revoke(request: DashboardRequest, id: UUID) -> HttpResponse:
     """Ask for confirmation (GET), then revoke the key (POST)."""
     key = access.access_api_key(actor=request.actor, id=id)
-    if request.method == "POST":
-        try:
-            services.api_key_revoke(actor=request.actor, api_key=key)
-        except ServiceError as exc:
-            messages.error(request, exc.message)
-        else:
-            messages.success(request, f"API key {key.prefix}… ({key.name}) revoked.")
-        return redirect("dashboard:api_keys")
-    return render(
+
+    def perform() -> str:
+        services.api_key_revoke(actor=request.actor, api_key=key)
+        return f"API key {key.prefix}… ({key.name}) revoked."
+
+    return confirm_action(
         request,
-        "dashboard/confirm.html",
-        {
-            "title": f"Revoke API key “{key.name}”?",
-            "body": f"Clients using the key {key.prefix}… are refused from now on. This cannot be undone.",
-            "action": "Revoke key",
-            "cancel_url_name": "dashboard:api_keys",
-        },
+        title=f"Revoke API key “{key.name}”?",
+        body=f"Clients using the key {key.prefix}… are refused from now on. This cannot be undone.",
+        action="Revoke key",
+        back="dashboard:api_keys",
+        perform=perform,
     )

@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import MemberAddForm, MemberRoleForm, add_service_error
+from apps.dashboard.views.confirm import confirm_action
 from apps.tenants import access, selectors, services
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
@@ -72,21 +73,16 @@ def member_remove(request: DashboardRequest, id: UUID) -> HttpResponse:
     """Ask for confirmation (GET), then remove the member (POST). The last owner cannot be removed."""
     membership = access.access_membership(actor=request.actor, id=id)
     email = membership.user.email
-    if request.method == "POST":
-        try:
-            services.membership_delete(actor=request.actor, membership=membership)
-        except ServiceError as exc:
-            messages.error(request, exc.message)
-        else:
-            messages.success(request, f"{email} was removed from this tenant.")
-        return redirect("dashboard:members")
-    return render(
+
+    def perform() -> str:
+        services.membership_delete(actor=request.actor, membership=membership)
+        return f"{email} was removed from this tenant."
+
+    return confirm_action(
         request,
-        "dashboard/confirm.html",
-        {
-            "title": f"Remove {email}?",
-            "body": "They lose access to this tenant at once. Their account and other tenants stay.",
-            "action": "Remove member",
-            "cancel_url_name": "dashboard:members",
-        },
+        title=f"Remove {email}?",
+        body="They lose access to this tenant at once. Their account and other tenants stay.",
+        action="Remove member",
+        back="dashboard:members",
+        perform=perform,
     )
