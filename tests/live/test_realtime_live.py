@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from functools import partial
 
@@ -34,18 +33,6 @@ from tests.processes import LiveProcesses
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 EVENT_KEYS = {"id", "type", "tenant", "topic", "data", "ts"}
-
-
-@pytest.fixture
-def daphne(live: LiveProcesses) -> str:
-    return live.daphne()
-
-
-@pytest.fixture
-def sockets() -> Iterator[contextlib.ExitStack]:
-    """Holds the sockets a test opens and closes them, whatever the outcome."""
-    with contextlib.ExitStack() as stack:
-        yield stack
 
 
 def connect(live: LiveProcesses, sockets: contextlib.ExitStack, **kwargs: str) -> tuple[EventSocket, dict]:

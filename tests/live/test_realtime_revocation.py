@@ -4,7 +4,6 @@ changing their role, and logging out close the sockets opened with it (over a re
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from datetime import timedelta
 
 import httpx
@@ -25,17 +24,6 @@ from tests.processes import LiveProcesses
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 CLOSE_TIMEOUT = 15.0
-
-
-@pytest.fixture
-def daphne(live: LiveProcesses) -> str:
-    return live.daphne()
-
-
-@pytest.fixture
-def sockets() -> Iterator[contextlib.ExitStack]:
-    with contextlib.ExitStack() as stack:
-        yield stack
 
 
 def connect(live: LiveProcesses, sockets: contextlib.ExitStack, **kwargs: str) -> EventSocket:
