@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -22,8 +23,12 @@ def free_port() -> int:
 
 
 class LiveProcesses:
-    def __init__(self, *, db_name: str) -> None:
+    def __init__(self, *, db_name: str, extra_env: Mapping[str, str] | None = None, label: str = "") -> None:
+        """``extra_env`` is added to the children's environment (e.g. ``REDIS_URL``); ``label`` keeps
+        the log files of several instances in one test run apart."""
         self.db_name = db_name
+        self.extra_env = dict(extra_env or {})
+        self.label = label
         self._daphne: subprocess.Popen[bytes] | None = None
         self._qcluster: subprocess.Popen[bytes] | None = None
         self.port = 0
@@ -38,10 +43,11 @@ class LiveProcesses:
             PYTHONUNBUFFERED="1",
             LOG_LEVEL="WARNING",
         )
+        env.update(self.extra_env)
         return env
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
-        log = Path(os.environ.get("TMPDIR", "/tmp")) / f"toolgate-test-{name}-{os.getpid()}.log"
+        log = Path(os.environ.get("TMPDIR", "/tmp")) / f"toolgate-test-{self.label}{name}-{os.getpid()}.log"
         self.logs[name] = log
         # The child keeps its own copy of the descriptor; ours is closed at once.
         with log.open("wb") as handle:
