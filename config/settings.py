@@ -184,6 +184,16 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # Redis PUB/SUB, not channels_redis.core.RedisChannelLayer: our events are fan-out to groups and may
+    # be lost while a socket is away, which is exactly what PUB/SUB does. A group_send is one PUBLISH;
+    # memberships live in the subscribing daphne process, so a crashed process leaves nothing behind
+    # in Redis. The core layer instead stores a message per member (capacity 100, ChannelFull), silently
+    # drops a socket from its groups after group_expiry (a day: long-lived dashboards stop receiving),
+    # and a dropped Redis connection raises out of receive() and closes every websocket; the PUB/SUB
+    # receiver reconnects and resubscribes by itself. Both keep their connections per event loop and
+    # close them when the loop closes, so publishing with async_to_sync from a django-q2 worker (a new
+    # loop per call) neither leaks connections nor breaks after the first loop ends (unlike upstream
+    # channels_postgres, see apps/realtime/layers.py). tests/live/test_redis_live.py checks all of this.
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
