@@ -189,11 +189,12 @@ if REDIS_URL:
     # memberships live in the subscribing daphne process, so a crashed process leaves nothing behind
     # in Redis. The core layer instead stores a message per member (capacity 100, ChannelFull), silently
     # drops a socket from its groups after group_expiry (a day: long-lived dashboards stop receiving),
-    # and a dropped Redis connection raises out of receive() and closes every websocket; the PUB/SUB
-    # receiver reconnects and resubscribes by itself. Both keep their connections per event loop and
-    # close them when the loop closes, so publishing with async_to_sync from a django-q2 worker (a new
-    # loop per call) neither leaks connections nor breaks after the first loop ends (unlike upstream
-    # channels_postgres, see apps/realtime/layers.py). tests/live/test_redis_live.py checks all of this.
+    # and a dropped Redis connection raises out of a consumer's receive(), closing its websocket; the
+    # PUB/SUB receiver reconnects and resubscribes by itself. Both keep their connections per event
+    # loop and close them when the loop closes, so publishing with async_to_sync from a django-q2
+    # worker (a new loop per call) neither leaks connections nor breaks after the first loop ends
+    # (unlike upstream channels_postgres, see apps/realtime/layers.py). tests/live/test_redis_live.py
+    # checks this.
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
