@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
+import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -37,14 +40,39 @@ def _check_q2() -> dict[str, Any]:
     return {"ok": bool(alive), "clusters": len(alive)}
 
 
+@dataclass
+class _Probe:
+    lock: asyncio.Lock
+    channel: str | None = None
+
+
+# One probe channel per event loop, reused by every check: a new channel per probe would leave a
+# subscription behind on layers that release a channel only when a receive() is cancelled (Redis pub/sub).
+_probes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Probe] = weakref.WeakKeyDictionary()
+
+
 async def _check_channel_layer() -> dict[str, Any]:
     layer = get_channel_layer()
     if layer is None:
         return {"ok": False, "error": "no channel layer configured"}
-    channel = await layer.new_channel()
-    await layer.send(channel, {"type": "readyz.ping"})
-    message = await layer.receive(channel)
-    return {"ok": message.get("type") == "readyz.ping"}
+    loop = asyncio.get_running_loop()
+    probe = _probes.get(loop)
+    if probe is None:
+        probe = _probes[loop] = _Probe(lock=asyncio.Lock())
+    async with probe.lock:  # concurrent probes would read each other's pings
+        if probe.channel is None:
+            probe.channel = await layer.new_channel("readyz")
+        token = uuid.uuid4().hex
+        try:
+            await layer.send(probe.channel, {"type": "readyz.ping", "token": token})
+            while True:  # skip a late ping of an earlier probe that timed out
+                message = await layer.receive(probe.channel)
+                if message.get("token") == token:
+                    return {"ok": True}
+        except BaseException:
+            # A cancelled receive may have released the channel (Redis pub/sub): start afresh next time.
+            probe.channel = None
+            raise
 
 
 async def _timed(name: str, check: Any) -> tuple[str, dict[str, Any]]:
