@@ -92,6 +92,15 @@ async def receive(layer: PostgresChannelLayer, channel: str) -> dict[str, Any]:
     return message
 
 
+async def waiting_receive(layer: PostgresChannelLayer, channel: str) -> asyncio.Task[dict[str, Any]]:
+    """A ``receive()`` already waiting, as a consumer's is between events (a new ``receive()`` call
+    would start a dead listener afresh and hide that it died)."""
+    task = asyncio.create_task(receive(layer, channel))
+    await asyncio.sleep(0.1)  # parked on the channel's queue
+    assert not task.done()
+    return task
+
+
 async def start(layer: PostgresChannelLayer) -> str:
     """A channel of ``layer`` with its listener running: one message sent and received on it."""
     channel = await layer.new_channel()
@@ -139,10 +148,11 @@ def test_messages_sent_after_the_listener_connection_is_killed_arrive(
         layer = make_layer()
         try:
             channel = await start(layer)
+            waiting = await waiting_receive(layer, channel)
             assert await kill_listener(layer) == 1
 
             await layer.send(channel, {"type": "test.after", "n": 1})
-            assert (await receive(layer, channel))["n"] == 1
+            assert (await waiting)["n"] == 1
 
             # Listening again (not only caught up): a message sent now arrives by NOTIFY, exactly once.
             await wait_until(lambda: is_ready(layer), "the listener to be ready again")
@@ -172,6 +182,7 @@ def test_messages_sent_while_the_listener_is_down_are_caught_up_once(
             await layer.send(channel, {"type": "test.before"})  # delivered by NOTIFY; its row stays
             assert (await receive(layer, channel))["type"] == "test.before"
 
+            waiting = await waiting_receive(layer, channel)
             release, attempts = gate_reconnects(monkeypatch, layer, fail=True)
             assert await kill_listener(layer) == 1
             await wait_until(lambda: len(attempts) >= 3, "failed reconnect attempts")
@@ -179,9 +190,10 @@ def test_messages_sent_while_the_listener_is_down_are_caught_up_once(
             await layer.send(channel, {"type": "test.down", "n": 1})
             await layer.send(channel, {"type": "test.down", "n": 2, "blob": BIG})
             assert await stored(layer, channel) >= 2
+            assert not waiting.done()
 
             release.set()
-            first, second = await receive(layer, channel), await receive(layer, channel)
+            first, second = await waiting, await receive(layer, channel)
             assert (first["n"], second["n"]) == (1, 2)
             assert second["blob"] == BIG
             # Left: only "test.before", delivered inline by NOTIFY (its row stays until it expires). The
@@ -221,6 +233,7 @@ def test_instances_receive_only_their_channels_and_never_take_others_stored_mess
             await one.send(elsewhere, {"type": "test.elsewhere", "blob": BIG})
 
             channel_two = await start(two)
+            waiting = await waiting_receive(two, channel_two)
             release, attempts = gate_reconnects(monkeypatch, two, fail=False)
             assert await kill_listener(two) == 1
             await wait_until(lambda: bool(attempts), "the second instance to try to reconnect")
@@ -234,7 +247,7 @@ def test_instances_receive_only_their_channels_and_never_take_others_stored_mess
 
             # The second reconnects and catches up: its own messages, in order, the big one intact.
             release.set()
-            first, second = await receive(two, channel_two), await receive(two, channel_two)
+            first, second = await waiting, await receive(two, channel_two)
             assert (first["n"], second["n"]) == (1, 2)
             assert second["blob"] == BIG
             assert await stored(two, elsewhere) == 2  # still there for the third process
