@@ -17,17 +17,26 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from channels_postgres.db import MESSAGE_TABLE
+from django.db import connection
 from psycopg import sql
 
 from apps.realtime.layers import PostgresChannelLayer
+from apps.tenants.models import Tenant
+from apps.tenants.roles import Role
+from tests import factories
+from tests.live.wsclient import event_of, open_socket
+from tests.processes import LiveProcesses
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -323,3 +332,44 @@ def test_stopping_the_listener_while_it_reconnects_ends_it(monkeypatch: pytest.M
             await layer.stop_listener()
 
     asyncio.run(scenario())
+
+
+# --- end to end: a real daphne keeps delivering after its listener connection is killed -----------------
+
+
+def kill_other_processes_listeners() -> int:
+    """Kill the listener connections of every layer but this process's: the live daphne's."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND application_name LIKE 'toolgate-channels-listener-%%'"
+            " AND application_name NOT LIKE %s",
+            [f"toolgate-channels-listener-{os.getpid()}-%"],
+        )
+        row = cursor.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.mark.live
+def test_daphne_delivers_events_after_its_listener_connection_is_killed(
+    live: LiveProcesses, tenant_a: Tenant
+) -> None:
+    base_url = live.daphne()
+    key = factories.make_api_key(tenant_a, Role.ADMIN)
+    with open_socket(live.ws_url, api_key=key) as sock:
+        assert sock.recv()["type"] == "hello"
+        sock.subscribe(["agents"])
+
+        deadline = time.monotonic() + BOUND
+        while (killed := kill_other_processes_listeners()) == 0:  # there once the socket receives
+            assert time.monotonic() < deadline, "daphne's listener connection never appeared"
+            time.sleep(0.1)
+        assert killed == 1
+
+        with httpx.Client(
+            base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=10
+        ) as client:
+            created = client.post("/api/v1/agents/", json={"key": "after-kill", "name": "After kill"})
+        assert created.status_code == 201, created.text
+        sock.wait_for(partial(event_of, topic="agents", type="agent.created", key="after-kill"))
