@@ -94,11 +94,16 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def disconnect(self, code: int) -> None:
         await self._leave_principal_groups()
-        if self.actor is None:
-            return
-        for topic in list(self.topics):
-            await self.channel_layer.group_discard(group_name(self.actor.tenant.pk, topic), self.channel_name)
-        self.topics.clear()
+        if self.actor is not None:
+            for topic in list(self.topics):
+                await self.channel_layer.group_discard(
+                    group_name(self.actor.tenant.pk, topic), self.channel_name
+                )
+            self.topics.clear()
+        # Layers that keep per-channel state for the process's lifetime can let this channel go now.
+        release = getattr(self.channel_layer, "release_channel", None)
+        if release is not None:
+            release(self.channel_name)
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any

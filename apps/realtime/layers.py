@@ -227,6 +227,16 @@ class PostgresChannelLayer(UpstreamPostgresChannelLayer):  # type: ignore[misc]
         """Whether ``channel`` is a process-specific channel made by this instance's ``new_channel()``."""
         return "!" in channel and self.non_local_name(channel).endswith(self.client_prefix + "!")
 
+    def release_channel(self, channel: str) -> None:
+        """Forget a channel of this process whose consumer has gone (its socket closed).
+
+        Without it, every websocket ever served would leave its queue and its claim behind for the
+        life of the daphne process, and every catch-up would send the whole, ever-growing list of
+        claimed channels to the server. Later messages for the channel are then ignored, like those of
+        any channel that is not ours."""
+        self._queues.pop(channel, None)
+        self._channel_advisory_locks.pop(channel, None)
+
     def _get_or_create_queue(self, channel: str) -> asyncio.Queue[str]:
         """This instance's queue for ``channel`` (upstream keeps one module-global map for all instances)."""
         queue = self._queues.get(channel)

@@ -98,3 +98,34 @@ def test_group_discard_removes_the_membership(layer):
     assert not GroupChannel.objects.filter(channel=channel).exists()
     async_to_sync(layer.group_send)("tg.layer-test.agents", {"type": "test.message"})
     assert stored_for(layer, channel) == []
+
+
+def test_a_closed_socket_leaves_no_channel_state_in_the_layer(tenant_a):
+    """A long-running daphne serves many sockets: each closed one must give back its queue and claim."""
+    from channels.testing import WebsocketCommunicator
+
+    from apps.tenants.roles import Role
+    from config.asgi import application
+
+    raw = factories.make_api_key(tenant_a, Role.ADMIN)
+
+    async def one_socket() -> tuple[str, bool, bool]:
+        layer = get_channel_layer()
+        claimed_before = set(layer._channel_advisory_locks)
+        communicator = WebsocketCommunicator(
+            application, "/ws/events/", headers=[(b"authorization", f"Bearer {raw}".encode())]
+        )
+        connected, _ = await communicator.connect(timeout=10)
+        assert connected
+        assert (await communicator.receive_json_from(timeout=10))["type"] == "hello"
+        await communicator.send_json_to({"type": "subscribe", "topics": ["audit"]})
+        assert (await communicator.receive_json_from(timeout=10))["type"] == "subscribed"
+        [channel] = set(layer._channel_advisory_locks) - claimed_before
+        held = channel in layer._queues
+        await communicator.disconnect()
+        return channel, held, channel in layer._queues or channel in layer._channel_advisory_locks
+
+    channel, held_while_open, kept_after_close = async_to_sync(one_socket)()
+    assert held_while_open
+    assert not kept_after_close
+    assert not GroupChannel.objects.filter(channel=channel).exists()
