@@ -33,16 +33,21 @@ def poll_readyz(base_url: str, *, status: int, timeout: float = READY_TIMEOUT) -
     raise AssertionError(f"/readyz never answered {status} within {timeout:g}s; last: {last}")
 
 
+def assert_all_ready(body: dict) -> None:
+    """Every check passed and at least one q2 cluster is registered."""
+    assert body["status"] == "ready"
+    assert set(body["checks"]) == CHECKS
+    assert all(check["ok"] is True for check in body["checks"].values()), body
+    assert body["checks"]["q2_cluster"]["clusters"] >= 1
+
+
 def test_ready_with_daphne_and_a_cluster(live: LiveProcesses) -> None:
     base_url = live.daphne()
     live.qcluster()
 
     body = poll_readyz(base_url, status=200)  # the cluster registers itself a few seconds after start
 
-    assert body["status"] == "ready"
-    assert set(body["checks"]) == CHECKS
-    assert all(check["ok"] is True for check in body["checks"].values()), body
-    assert body["checks"]["q2_cluster"]["clusters"] >= 1
+    assert_all_ready(body)
     # Stays ready: the channel-layer round trip (send, then receive in the same process) never hangs.
     for _ in range(20):
         again = httpx.get(f"{base_url}/readyz", timeout=10)
