@@ -11,8 +11,8 @@ from apps.audit.models import AuditEvent
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent, agent_key_validator
 from apps.tenants.roles import Role, role_at_least
+from apps.tenants.validators import MAX_SETTINGS_BYTES
 
-MAX_SETTINGS_BYTES = 64 * 1024
 DATETIME_INPUT = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 
 

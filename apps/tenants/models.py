@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from apps.tenants.roles import Role
 from apps.tenants.scoping import TenantScoped
+from apps.tenants.validators import validate_settings_object
 
 slug_validator = RegexValidator(
     r"^[a-z0-9](?:[a-z0-9-]{0,48}[a-z0-9])?$",
@@ -70,7 +71,7 @@ class Agent(TenantScoped):
     type = models.CharField(max_length=20, choices=Type.choices, default=Type.OPEN)
     provider = models.CharField(max_length=100, blank=True)
     model = models.CharField(max_length=200, blank=True)
-    settings = models.JSONField(default=dict, blank=True)
+    settings = models.JSONField(default=dict, blank=True, validators=[validate_settings_object])
 
     class Meta:
         ordering = ["key"]

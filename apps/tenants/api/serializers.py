@@ -1,24 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
 from apps.tenants.api.base import StrictSerializer
 from apps.tenants.models import Agent, ApiKey, Membership, agent_key_validator
 from apps.tenants.roles import Role
-
-MAX_SETTINGS_BYTES = 64 * 1024
-
-
-def _bounded_json(value: Any) -> Any:
-    import json
-
-    if not isinstance(value, dict):
-        raise serializers.ValidationError("Must be a JSON object.")
-    if len(json.dumps(value)) > MAX_SETTINGS_BYTES:
-        raise serializers.ValidationError(f"Must be at most {MAX_SETTINGS_BYTES} bytes of JSON.")
-    return value
+from apps.tenants.validators import validate_settings_object
 
 
 class AgentOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -46,7 +33,7 @@ class AgentCreateInput(StrictSerializer):
     type = serializers.ChoiceField(choices=Agent.Type.choices, default=Agent.Type.OPEN)
     provider = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    settings = serializers.JSONField(required=False, default=dict, validators=[_bounded_json])
+    settings = serializers.JSONField(required=False, default=dict, validators=[validate_settings_object])
 
 
 class AgentUpdateInput(StrictSerializer):
@@ -55,7 +42,7 @@ class AgentUpdateInput(StrictSerializer):
     type = serializers.ChoiceField(choices=Agent.Type.choices, required=False)
     provider = serializers.CharField(max_length=100, required=False, allow_blank=True)
     model = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    settings = serializers.JSONField(required=False, validators=[_bounded_json])
+    settings = serializers.JSONField(required=False, validators=[validate_settings_object])
 
 
 class ApiKeyOutput(serializers.ModelSerializer):  # type: ignore[type-arg]

@@ -1,0 +1,18 @@
+"""Validation rules shared by the models, the API and the dashboard."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+MAX_SETTINGS_BYTES = 64 * 1024
+
+
+def validate_settings_object(value: Any) -> None:
+    """A settings document is a JSON object of at most ``MAX_SETTINGS_BYTES`` bytes."""
+    if not isinstance(value, dict):
+        raise ValidationError("Must be a JSON object.")
+    if len(json.dumps(value)) > MAX_SETTINGS_BYTES:
+        raise ValidationError(f"Must be at most {MAX_SETTINGS_BYTES} bytes of JSON.")

@@ -1,0 +1,34 @@
+"""Domain rules hold in the services themselves, whichever interface calls them."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.tenants import services
+from apps.tenants.actors import Actor
+from apps.tenants.errors import ServiceError
+from apps.tenants.models import Agent
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (["not", "an", "object"], "Must be a JSON object."),
+        ({"blob": "x" * 70000}, "Must be at most 65536 bytes of JSON."),
+    ],
+)
+def test_agent_settings_rule(tenant_a, settings, message):
+    with pytest.raises(ServiceError) as refused:
+        services.agent_create(actor=Actor.system(tenant_a), key="s", name="S", settings=settings)
+    assert refused.value.details == {"settings": [message]}
+    assert not Agent.objects.for_tenant(tenant_a).exists()
+
+
+def test_an_actor_cannot_mint_a_key_above_its_own_role(tenant_a):
+    admin = Actor(tenant=tenant_a, role="admin", kind="system")
+    with pytest.raises(ServiceError) as refused:
+        services.api_key_create(actor=admin, name="escalate", role="owner")
+    assert refused.value.code == "role_too_high"
+    assert refused.value.status == 403
