@@ -77,8 +77,9 @@ def test_role_matrix(role, method, template, body, least, success, tenant_a):
         assert tenant_state(tenant_a) == before
 
 
-def test_an_admin_key_cannot_mint_an_owner_key_even_if_roles_change(tenant_a):
-    # Owners manage keys; a key may never carry a role above the one of whoever creates it.
+def test_an_owner_may_mint_an_owner_key(tenant_a):
+    # Owners manage keys; a key may carry any role up to its creator's (the service refuses more:
+    # tests/unit/test_services.py).
     owner = factories.key_client(factories.make_api_key(tenant_a, Role.OWNER))
     response = owner.post("/api/v1/api-keys/", {"name": "peer", "role": "owner"}, format="json")
     assert response.status_code == 201
