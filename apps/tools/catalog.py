@@ -1,0 +1,561 @@
+"""The catalog of built-in tools: every tool of the inventory, its group, schema and capability.
+
+Names, groups, profiles and aliases follow the product specification (GoClaw's inventory, with
+``group:toolgate`` as the composite of all native tools and ``group:goclaw`` accepted as its alias).
+A tool whose implementation is not part of this deployment stays in the catalog and answers every call
+with ``unavailable: <reason>``: it is never silently missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+Capability = Literal["read_only", "mutating", "async"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    group: str | None  # None: only in the composite group
+    description: str
+    parameters: dict[str, Any]
+    capability: Capability
+    requires: tuple[str, ...] = ()  # configuration the tool needs to run (shown in the catalog)
+    unavailable_reason: str = ""  # why it cannot run here when no implementation is registered
+
+    @property
+    def required_parameters(self) -> list[str]:
+        return list(self.parameters.get("required", []))
+
+
+def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def _s(description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "description": description, **extra}
+
+
+def _i(description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "integer", "description": description, **extra}
+
+
+def _b(description: str) -> dict[str, Any]:
+    return {"type": "boolean", "description": description}
+
+
+LATER = "not provided by this Toolgate deployment yet"
+
+_SPECS: list[ToolSpec] = [
+    # --- fs ---------------------------------------------------------------------------------------
+    ToolSpec(
+        "read_file",
+        "fs",
+        "Read a text file from the workspace, optionally a range of lines.",
+        _schema(
+            {
+                "path": _s("File path, relative to the workspace."),
+                "offset": _i("First line to read (1-based).", minimum=1),
+                "limit": _i("How many lines to read (default 2000).", minimum=1, maximum=10000),
+            },
+            ("path",),
+        ),
+        "read_only",
+    ),
+    ToolSpec(
+        "write_file",
+        "fs",
+        "Write (or append to) a file in the workspace; parent folders are created.",
+        _schema(
+            {
+                "path": _s("File path, relative to the workspace."),
+                "content": _s("The text to write."),
+                "append": _b("Append instead of replacing the file."),
+            },
+            ("path", "content"),
+        ),
+        "mutating",
+    ),
+    ToolSpec(
+        "edit",
+        "fs",
+        "Replace an exact piece of text in a file (refused when ambiguous unless replace_all).",
+        _schema(
+            {
+                "path": _s("File path, relative to the workspace."),
+                "old_string": _s("The exact text to replace."),
+                "new_string": _s("The replacement text."),
+                "replace_all": _b("Replace every occurrence."),
+            },
+            ("path", "old_string", "new_string"),
+        ),
+        "mutating",
+    ),
+    ToolSpec(
+        "list_files",
+        "fs",
+        "List a directory of the workspace.",
+        _schema(
+            {
+                "path": _s("Directory, relative to the workspace (default: the workspace)."),
+                "recursive": _b("List sub-directories too."),
+            }
+        ),
+        "read_only",
+    ),
+    ToolSpec(
+        "search",
+        "fs",
+        "Search file contents in the workspace with a regular expression.",
+        _schema(
+            {
+                "pattern": _s("Regular expression."),
+                "path": _s("Directory or file to search (default: the workspace)."),
+                "glob": _s("Only files whose name matches this glob, e.g. '*.py'."),
+                "case_insensitive": _b("Ignore case."),
+                "limit": _i("Most matches to return (default 100).", minimum=1, maximum=1000),
+            },
+            ("pattern",),
+        ),
+        "read_only",
+    ),
+    ToolSpec(
+        "glob",
+        "fs",
+        "Find files by glob pattern ('**' recurses), newest first.",
+        _schema(
+            {
+                "pattern": _s("Glob pattern, e.g. 'src/**/*.py'."),
+                "path": _s("Directory to search from (default: the workspace)."),
+                "limit": _i("Most paths to return (default 1000).", minimum=1, maximum=10000),
+            },
+            ("pattern",),
+        ),
+        "read_only",
+    ),
+    # --- runtime ----------------------------------------------------------------------------------
+    ToolSpec(
+        "exec",
+        "runtime",
+        "Run a shell command in the workspace.",
+        _schema(
+            {
+                "command": _s("The shell command."),
+                "cwd": _s("Working directory, relative to the workspace."),
+                "timeout": _i(
+                    "Seconds before the command is killed (default 60, at most 300).", minimum=1, maximum=300
+                ),
+            },
+            ("command",),
+        ),
+        "mutating",
+    ),
+    ToolSpec(
+        "credentialed_exec",
+        "runtime",
+        "Run a registered CLI (gh, aws, kubectl, …) with injected credentials, without a shell.",
+        _schema(
+            {
+                "binary": _s("The registered binary name."),
+                "args": {"type": "array", "items": {"type": "string"}, "description": "Arguments."},
+                "cwd": _s("Working directory, relative to the workspace."),
+            },
+            ("binary",),
+        ),
+        "mutating",
+        requires=("a registered CLI binary",),
+        unavailable_reason=LATER,
+    ),
+    # --- web --------------------------------------------------------------------------------------
+    ToolSpec(
+        "web_search",
+        "web",
+        "Search the web.",
+        _schema(
+            {
+                "query": _s("What to search for."),
+                "count": _i("How many results (default 5).", minimum=1, maximum=20),
+            },
+            ("query",),
+        ),
+        "read_only",
+        requires=("a search provider (Brave or DuckDuckGo)",),
+    ),
+    ToolSpec(
+        "web_fetch",
+        "web",
+        "Fetch a public URL and return its content as Markdown or text, paginated.",
+        _schema(
+            {
+                "url": _s("An http(s) URL."),
+                "offset": _i("Character offset to continue from.", minimum=0),
+                "max_chars": _i("Most characters to return (default 20000).", minimum=100, maximum=100000),
+            },
+            ("url",),
+        ),
+        "read_only",
+    ),
+    # --- memory -----------------------------------------------------------------------------------
+    ToolSpec(
+        "memory_search",
+        "memory",
+        "Search memory documents (full text and vectors).",
+        _schema(
+            {
+                "query": _s("What to look for."),
+                "limit": _i("How many results.", minimum=1, maximum=50),
+                "scope": _s("Whose memory: user or global.", enum=["user", "global"]),
+            },
+            ("query",),
+        ),
+        "read_only",
+        unavailable_reason=LATER,
+    ),
+    ToolSpec(
+        "memory_get",
+        "memory",
+        "Read one memory document.",
+        _schema({"path": _s("Memory document path, e.g. memory/notes.md.")}, ("path",)),
+        "read_only",
+        unavailable_reason=LATER,
+    ),
+    # --- sessions ---------------------------------------------------------------------------------
+    ToolSpec(
+        "sessions_list",
+        "sessions",
+        "List active sessions.",
+        _schema({"limit": _i("How many sessions.", minimum=1, maximum=100)}),
+        "read_only",
+        unavailable_reason=LATER,
+    ),
+    ToolSpec(
+        "sessions_history",
+        "sessions",
+        "Show a session's message history.",
+        _schema(
+            {"session_key": _s("The session."), "limit": _i("How many messages.", minimum=1, maximum=200)},
+            ("session_key",),
+        ),
+        "read_only",
+        unavailable_reason=LATER,
+    ),
+    ToolSpec(
+        "sessions_send",
+        "sessions",
+        "Send a message to a session.",
+        _schema(
+            {"session_key": _s("The session."), "message": _s("The message.")}, ("session_key", "message")
+        ),
+        "mutating",
+        unavailable_reason=LATER,
+    ),
+    ToolSpec(
+        "spawn",
+        "sessions",
+        "Spawn a subagent for a task (asynchronously) or run one to completion.",
+        _schema(
+            {
+                "task": _s("What the subagent should do."),
+                "agent": _s("Agent key to run (default: a copy of this agent)."),
+                "mode": _s("spawn (async) or run (sync).", enum=["spawn", "run"]),
+            },
+            ("task",),
+        ),
+        "async",
+        unavailable_reason=LATER,
+    ),
+    ToolSpec(
+        "session_status",
+        "sessions",
+        "Show the current session's status.",
+        _schema({}),
+        "read_only",
+        unavailable_reason=LATER,
+    ),
+    # --- knowledge --------------------------------------------------------------------------------
+    ToolSpec(
+        "knowledge_graph_search",
+        "knowledge",
+        "Search the knowledge graph for entities and relations.",
+        _schema(
+            {
+                "query": _s("Entity, type or relation to find."),
+                "limit": _i("How many.", minimum=1, maximum=50),
+            },
+            ("query",),
+        ),
+        "read_only",
+        unavailable_reason=LATER,
+    ),
+    ToolSpec(
+        "skill_search",
+        "knowledge",
+        "Search the available skills.",
+        _schema(
+            {"query": _s("What the skill should do."), "limit": _i("How many.", minimum=1, maximum=50)},
+            ("query",),
+        ),
+        "read_only",
+        unavailable_reason=LATER,
+    ),
+    # --- automation -------------------------------------------------------------------------------
+    ToolSpec(
+        "cron",
+        "automation",
+        "Manage scheduled tasks: create, list, update, delete, enable, disable, run, history.",
+        _schema(
+            {
+                "action": _s(
+                    "What to do.",
+                    enum=["create", "list", "update", "delete", "enable", "disable", "run", "history"],
+                ),
+                "id": _s("Job id (for actions on one job)."),
+                "schedule": _s("Cron expression or interval."),
+                "message": _s("What the job does when it runs."),
+            },
+            ("action",),
+        ),
+        "mutating",
+        unavailable_reason=LATER,
+    ),
+    ToolSpec(
+        "datetime",
+        "automation",
+        "Current date and time, in a time zone.",
+        _schema({"timezone": _s("IANA time zone, e.g. Europe/Paris (default UTC).")}),
+        "read_only",
+    ),
+    # --- messaging --------------------------------------------------------------------------------
+    ToolSpec(
+        "message",
+        "messaging",
+        "Send a message to a channel.",
+        _schema({"channel": _s("Channel."), "chat_id": _s("Chat."), "text": _s("Message text.")}, ("text",)),
+        "mutating",
+        requires=("a messaging channel",),
+        unavailable_reason=LATER,
+    ),
+    ToolSpec(
+        "create_forum_topic",
+        "messaging",
+        "Create a forum topic (Telegram).",
+        _schema({"chat_id": _s("Forum chat."), "name": _s("Topic name.")}, ("chat_id", "name")),
+        "mutating",
+        requires=("a Telegram channel",),
+        unavailable_reason=LATER,
+    ),
+    # --- teams ------------------------------------------------------------------------------------
+    ToolSpec(
+        "team_tasks",
+        "teams",
+        "Team task board: create, list, get, claim, complete, cancel, assign, review, approve, reject, "
+        "comment, progress, attach, ask_user, clear_ask_user, search, update, retry.",
+        {"type": "object", "properties": {"action": _s("The board action.")}, "required": ["action"]},
+        "mutating",
+        requires=("membership in a team",),
+        unavailable_reason=LATER,
+    ),
+    ToolSpec(
+        "team_message",
+        "teams",
+        "Team mailbox: send to a teammate, broadcast (lead only), read unread messages.",
+        {
+            "type": "object",
+            "properties": {"action": _s("send, broadcast or read.", enum=["send", "broadcast", "read"])},
+            "required": ["action"],
+        },
+        "mutating",
+        requires=("membership in a team",),
+        unavailable_reason=LATER,
+    ),
+    # --- media ------------------------------------------------------------------------------------
+    *[
+        ToolSpec(
+            name,
+            "media_gen",
+            description,
+            _schema({"prompt": _s("What to generate.")}, ("prompt",)),
+            "mutating",
+            requires=("a media provider",),
+            unavailable_reason=LATER,
+        )
+        for name, description in (
+            ("create_image", "Generate an image from a description."),
+            ("create_audio", "Generate audio, music or a sound effect."),
+            ("create_video", "Generate a video from text or an image."),
+        )
+    ],
+    ToolSpec(
+        "tts",
+        "media_gen",
+        "Text to speech.",
+        _schema({"text": _s("Text to speak."), "voice": _s("Voice.")}, ("text",)),
+        "mutating",
+        requires=("a speech provider",),
+        unavailable_reason=LATER,
+    ),
+    *[
+        ToolSpec(
+            name,
+            "media_read",
+            description,
+            _schema(
+                {"path": _s("File in the workspace, or a URL."), "prompt": _s("What to look for.")}, ("path",)
+            ),
+            "read_only",
+            requires=("a vision or transcription provider",),
+            unavailable_reason=LATER,
+        )
+        for name, description in (
+            ("read_image", "Describe or analyse an image."),
+            ("read_audio", "Transcribe audio."),
+            ("read_document", "Extract and analyse a document (PDF, images…)."),
+            ("read_video", "Analyse or transcribe a video."),
+        )
+    ],
+    # --- skills -----------------------------------------------------------------------------------
+    ToolSpec(
+        "use_skill",
+        "skills",
+        "Activate a skill.",
+        _schema({"name": _s("Skill name.")}, ("name",)),
+        "mutating",
+        unavailable_reason=LATER,
+    ),
+    ToolSpec(
+        "publish_skill",
+        "skills",
+        "Register a skill directory of the workspace.",
+        _schema({"path": _s("Skill directory.")}, ("path",)),
+        "mutating",
+        unavailable_reason=LATER,
+    ),
+    # --- others (only in the composite group) ------------------------------------------------------
+    ToolSpec(
+        "openai_compat_call",
+        None,
+        "Call an OpenAI-compatible endpoint with a custom request.",
+        _schema(
+            {"provider": _s("Configured provider name."), "request": {"type": "object"}},
+            ("provider", "request"),
+        ),
+        "mutating",
+        requires=("an LLM provider",),
+        unavailable_reason=LATER,
+    ),
+    ToolSpec(
+        "workspace_dir",
+        None,
+        "Resolve the workspace directory for the team or user context.",
+        _schema({}),
+        "read_only",
+        unavailable_reason=LATER,
+    ),
+]
+
+CATALOG: MappingProxyType[str, ToolSpec] = MappingProxyType(
+    {spec.name: spec for spec in sorted(_SPECS, key=lambda s: s.name)}
+)
+assert len(CATALOG) == len(_SPECS), "duplicate tool names"
+
+COMPOSITE_GROUP = "toolgate"
+COMPOSITE_ALIASES = ("goclaw",)
+
+GROUPS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
+    {
+        **{
+            group: tuple(sorted(s.name for s in _SPECS if s.group == group))
+            for group in sorted({s.group for s in _SPECS if s.group})
+        },
+        COMPOSITE_GROUP: tuple(CATALOG),
+    }
+)
+
+PROFILES: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "full": (),  # no restriction
+        "coding": (
+            "group:fs",
+            "group:runtime",
+            "group:sessions",
+            "group:memory",
+            "group:web",
+            "group:knowledge",
+            "group:media_gen",
+            "group:media_read",
+            "group:skills",
+        ),
+        "messaging": ("group:messaging", "group:web", "group:sessions", "group:media_read", "skill_search"),
+        "minimal": ("session_status",),
+    }
+)
+
+# Other names models use for our tools: legacy names and Claude Code's.
+ALIASES: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "bash": "exec",
+        "edit_file": "edit",
+        "sessions_spawn": "spawn",
+        "Read": "read_file",
+        "Write": "write_file",
+        "Edit": "edit",
+        "Bash": "exec",
+        "WebFetch": "web_fetch",
+        "WebSearch": "web_search",
+        "Agent": "spawn",
+        "Skill": "use_skill",
+    }
+)
+assert not set(ALIASES) & set(CATALOG), "an alias may not shadow a tool"
+
+# What a subagent never gets, and what a leaf subagent (at the maximum spawn depth) loses too.
+SUBAGENT_DENY_ALWAYS = (
+    "session_status",
+    "cron",
+    "memory_search",
+    "memory_get",
+    "sessions_send",
+    "team_tasks",
+)
+SUBAGENT_DENY_LEAF = ("sessions_list", "sessions_history", "spawn")
+MAX_SPAWN_DEPTH = 1
+
+
+def group_members(group: str) -> tuple[str, ...] | None:
+    """Members of ``group`` (without the ``group:`` prefix), or None for an unknown group."""
+    if group in COMPOSITE_ALIASES:
+        group = COMPOSITE_GROUP
+    return GROUPS.get(group)
+
+
+def expand(names: list[str] | tuple[str, ...]) -> set[str]:
+    """Expand ``group:`` references into tool names; an unknown group or tool expands to nothing."""
+    result: set[str] = set()
+    for name in names:
+        if name.startswith("group:"):
+            result.update(group_members(name[len("group:") :]) or ())
+        elif name in CATALOG:
+            result.add(name)
+    return result
+
+
+def profile_tools(profile: str) -> set[str]:
+    """The tools a profile allows (``full`` and unknown profiles allow everything)."""
+    spec = PROFILES.get(profile)
+    if not spec:
+        return set(CATALOG)
+    return expand(spec)
+
+
+def canonical(name: str) -> str | None:
+    """The catalog name for ``name`` (itself or through an alias), or None."""
+    if name in CATALOG:
+        return name
+    return ALIASES.get(name)
