@@ -5,3 +5,7 @@ class RuntimeConfig(AppConfig):
     name = "apps.runtime"
     label = "runtime"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Importing the tool modules registers their implementations (apps/runtime/registry.py).
+        import apps.runtime.tools.clock  # noqa: F401
