@@ -75,6 +75,8 @@ def _fernet_key() -> str:
 
 
 DATA_DIR = embedded_db.data_dir()
+# Tool workspaces: tenants/<tenant uuid>/agents/<agent uuid>/… (apps/runtime/workspace.py).
+TOOLGATE_WORKSPACE_ROOT = Path(env_str("TOOLGATE_WORKSPACE_ROOT") or DATA_DIR / "workspaces")
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY") or persistent_dev_secret("secret_key", lambda: secrets.token_urlsafe(50))
 # django-encrypted-model-fields: every secret column (MCP headers, tool env, CLI credentials).
