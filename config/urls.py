@@ -7,6 +7,8 @@ from apps.dashboard import health
 api_v1 = [
     path("", include("apps.tenants.api.urls")),
     path("", include("apps.audit.api.urls")),
+    path("", include("apps.runtime.api.urls")),
+    path("", include("apps.tools.api.urls")),
 ]
 
 urlpatterns = [

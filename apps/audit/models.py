@@ -47,3 +47,56 @@ class AuditEvent(TenantScoped):
 
     def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise RuntimeError("audit events are append-only")
+
+
+class ToolCall(TenantScoped):
+    """One tool call that went through the pipeline, whatever its outcome. Arguments are stored scrubbed."""
+
+    class Decision(models.TextChoices):
+        ALLOWED = "allowed", "Allowed"
+        UNKNOWN = "unknown", "Unknown tool"
+        DENIED = "denied", "Denied by policy"
+        ORIGIN_DENIED = "origin_denied", "Denied for the origin"
+        APPROVAL_DENIED = "approval_denied", "Approval denied"
+        SAFEGUARD = "safeguard", "Blocked by the safeguard"
+        RATE_LIMITED = "rate_limited", "Rate limited"
+        INVALID = "invalid", "Invalid arguments"
+        UNAVAILABLE = "unavailable", "Unavailable here"
+
+    class Status(models.TextChoices):
+        OK = "ok", "OK"
+        ERROR = "error", "Error"
+
+    agent = models.ForeignKey("tenants.Agent", null=True, on_delete=models.SET_NULL, related_name="+")
+    agent_key = models.CharField(max_length=64)
+    tool = models.CharField(max_length=200)  # the name as called
+    resolved_tool = models.CharField(max_length=200, blank=True)  # the catalog tool it ran as
+    args = models.JSONField(default=dict, blank=True)
+    decision = models.CharField(max_length=20, choices=Decision.choices)
+    status = models.CharField(max_length=10, choices=Status.choices)
+    error = models.TextField(blank=True, max_length=2000)
+    duration_ms = models.FloatField(default=0)
+    for_llm_bytes = models.PositiveIntegerField(default=0)
+    for_user_bytes = models.PositiveIntegerField(default=0)
+    session_key = models.CharField(max_length=200, blank=True)
+    user_id = models.CharField(max_length=200, blank=True)
+    channel = models.CharField(max_length=100, blank=True)
+    chat_id = models.CharField(max_length=200, blank=True)
+    origin = models.CharField(max_length=20, blank=True)
+    provider = models.CharField(max_length=100, blank=True)
+    subagent_depth = models.PositiveSmallIntegerField(default=0)
+    actor_kind = models.CharField(max_length=20)
+    actor_id = models.CharField(max_length=64)
+    request_id = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at", "-id"], name="toolcall_tenant_time"),
+            models.Index(fields=["tenant", "tool", "-created_at"], name="toolcall_tenant_tool"),
+            models.Index(fields=["tenant", "agent_key", "-created_at"], name="toolcall_tenant_agent"),
+            models.Index(fields=["tenant", "session_key", "-created_at"], name="toolcall_tenant_session"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} ({self.decision}/{self.status})"

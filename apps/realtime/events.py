@@ -30,6 +30,7 @@ TOPICS: dict[str, str] = {
     "agents": Role.VIEWER,
     "api_keys": Role.ADMIN,
     "members": Role.VIEWER,
+    "tool_calls": Role.MEMBER,
 }
 
 

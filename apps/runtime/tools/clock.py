@@ -27,4 +27,6 @@ def current_datetime(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         f"{now.strftime('%A, %d %B %Y, %H:%M:%S')} {now.tzname()} (UTC{offset[:3]}:{offset[3:]}) — "
         f"ISO {now.isoformat(timespec='seconds')}, unix {int(now.timestamp())}"
     )
-    return ToolResult.ok(text, iso=now.isoformat(timespec="seconds"), timezone=name, unix=int(now.timestamp()))
+    return ToolResult.ok(
+        text, iso=now.isoformat(timespec="seconds"), timezone=name, unix=int(now.timestamp())
+    )

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.audit.models import ToolCall
+from apps.runtime.config import ORIGINS
+from apps.tenants.api.base import StrictSerializer
+from apps.tools.presentation import FORMATS, STYLES
+
+
+class CallContextInput(StrictSerializer):
+    session_key = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    channel = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    chat_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    peer_kind = serializers.ChoiceField(choices=["", "direct", "group"], required=False, default="")
+    provider = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    origin = serializers.ChoiceField(choices=ORIGINS, required=False, default="user")
+    subagent_depth = serializers.IntegerField(min_value=0, max_value=5, required=False, default=0)
+    tool_allow = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        max_length=500,
+        required=False,
+        allow_null=True,
+        default=None,
+    )
+
+
+class ExecuteInput(StrictSerializer):
+    agent = serializers.CharField(max_length=64)
+    tool = serializers.CharField(max_length=200)
+    args = serializers.DictField(required=False, default=dict)
+    # DRF collects declared fields by name; these two shadow Field attributes only for the type checker.
+    context = CallContextInput(required=False)  # type: ignore[assignment]
+    style = serializers.ChoiceField(choices=STYLES, required=False, default="flat")  # type: ignore[assignment]
+
+
+class ExecuteOutput(serializers.Serializer):  # type: ignore[type-arg]
+    call_id = serializers.CharField()
+    for_llm = serializers.CharField()
+    for_user = serializers.CharField()
+    is_error = serializers.BooleanField()
+    duration_ms = serializers.FloatField()
+
+
+class ToolsQueryInput(StrictSerializer):
+    provider = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    channel = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    chat_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    subagent_depth = serializers.IntegerField(min_value=0, max_value=5, required=False, default=0)
+    tool_allow = serializers.CharField(
+        max_length=10000,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Comma-separated names or group: references.",
+    )
+    format = serializers.ChoiceField(choices=FORMATS, required=False, default="openai")
+    style = serializers.ChoiceField(choices=STYLES, required=False, default="flat")  # type: ignore[assignment]
+    include_unavailable = serializers.BooleanField(required=False, default=False)
+
+
+class ToolCallOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
+    agent = serializers.CharField(source="agent_key")
+    actor = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ToolCall
+        fields = [
+            "id",
+            "created_at",
+            "agent",
+            "tool",
+            "resolved_tool",
+            "args",
+            "decision",
+            "status",
+            "error",
+            "duration_ms",
+            "for_llm_bytes",
+            "for_user_bytes",
+            "session_key",
+            "user_id",
+            "channel",
+            "chat_id",
+            "origin",
+            "provider",
+            "subagent_depth",
+            "actor",
+            "request_id",
+        ]
+        read_only_fields = fields
+
+    def get_actor(self, obj: ToolCall) -> dict[str, str]:
+        return {"kind": obj.actor_kind, "id": obj.actor_id}
+
+
+class ToolCallFilterInput(StrictSerializer):
+    agent = serializers.CharField(max_length=64, required=False)
+    tool = serializers.CharField(max_length=200, required=False)
+    decision = serializers.ChoiceField(choices=ToolCall.Decision.choices, required=False)
+    status = serializers.ChoiceField(choices=ToolCall.Status.choices, required=False)
+    session_key = serializers.CharField(max_length=200, required=False)
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
