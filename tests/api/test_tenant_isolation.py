@@ -15,7 +15,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from apps.audit.models import AuditEvent
 from apps.tenants import services
 from apps.tenants.actors import Actor
-from apps.tenants.models import Tenant
+from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role
 from tests import factories
 from tests.api.tenant_state import tenant_state
@@ -48,6 +48,8 @@ class Case:
     collection: bool = False  # a list: B gets 200 without A's rows
     writes: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
     own_tenant_only: bool = False  # answers about the caller itself (e.g. /me/)
+    tenant_agnostic: bool = False  # the same document for every tenant (the tool catalog)
+    post_only: bool = False  # no GET; covered by a dedicated test below
 
 
 def _agent(tenant: Tenant) -> dict[str, str]:
@@ -73,6 +75,18 @@ def _audit_event(tenant: Tenant) -> dict[str, str]:
     return {"pk": str(event.pk)}
 
 
+def _tool_call(tenant: Tenant) -> dict[str, str]:
+    from apps.runtime import pipeline
+
+    agent_key = _agent(tenant)["key"]
+    agent = Agent.objects.for_tenant(tenant).get(key=agent_key)
+    outcome = pipeline.execute(
+        actor=Actor.system(tenant),
+        request=pipeline.CallRequest(agent=agent, tool="datetime", args={"timezone": "UTC"}),
+    )
+    return {"pk": outcome.call_id}
+
+
 def _nothing(tenant: Tenant) -> dict[str, str]:
     _agent(tenant)
     return {}
@@ -88,6 +102,12 @@ CASES: dict[str, Case] = {
     "membership-detail": Case(make=_membership, writes=[("patch", {"role": "viewer"}), ("delete", None)]),
     "audit-event-list": Case(make=_audit_event, collection=True),
     "audit-event-detail": Case(make=_audit_event),
+    "tool-call-list": Case(make=_tool_call, collection=True),
+    "tool-call-detail": Case(make=_tool_call),
+    "agent-tools": Case(make=_agent),
+    "tool-catalog": Case(make=_nothing, tenant_agnostic=True),
+    # POST-only: B names A's agent in the body; see test_executing_another_tenants_agent_is_404
+    "runtime-execute": Case(make=_agent, post_only=True),
 }
 
 
@@ -145,3 +165,17 @@ def test_creating_through_tenant_b_never_lands_in_tenant_a(name, tenant_a, tenan
 
     assert response.status_code == 201
     assert tenant_state(tenant_a) == before
+
+
+def test_executing_another_tenants_agent_is_404_and_records_nothing(tenant_a, tenant_b, outsider):
+    from apps.audit.models import ToolCall
+
+    key = _agent(tenant_a)["key"]
+    before = tenant_state(tenant_a)
+    response = outsider.post(
+        "/api/v1/runtime/execute", {"agent": key, "tool": "datetime", "args": {}}, format="json"
+    )
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+    assert tenant_state(tenant_a) == before
+    assert not ToolCall.objects.for_tenant(tenant_b).exists()
