@@ -379,3 +379,44 @@ def api_key_record_expiry(*, api_key: ApiKey) -> bool:
     events.publish(tenant=locked.tenant, topic="api_keys", type="api_key.expired", data=data)
     events.disconnect(kind="api_key", ident=str(locked.pk), reason="This API key expired.")
     return True
+
+
+# --- tenant settings --------------------------------------------------------------------------------
+
+TENANT_FIELDS = ("name", "settings")
+
+
+@transaction.atomic
+def tenant_update(*, actor: Actor, changes: dict[str, Any]) -> Tenant:
+    """Change the actor's tenant: its name, or settings keys (a key set to None is removed)."""
+    unknown = set(changes) - set(TENANT_FIELDS)
+    if unknown:
+        raise ServiceError(ErrorCode.INVALID, f"Cannot change: {', '.join(sorted(unknown))}.")
+    tenant = Tenant.objects.select_for_update().get(pk=actor.tenant.pk)
+    before_name, before_settings = tenant.name, dict(tenant.settings)
+    if "name" in changes:
+        tenant.name = changes["name"]
+    if "settings" in changes:
+        merged = {**tenant.settings, **changes["settings"]}
+        tenant.settings = {k: v for k, v in merged.items() if v is not None}
+    try:
+        tenant.full_clean(validate_constraints=False, exclude=["slug"])
+    except ValidationError as exc:
+        raise _validation_error(exc) from None
+    if (before_name, before_settings) == (tenant.name, tenant.settings):
+        return tenant
+    tenant.save(update_fields=["name", "settings", "updated_at"])
+    diff: dict[str, Any] = {}
+    if before_name != tenant.name:
+        diff["name"] = {"from": before_name, "to": tenant.name}
+    for key in sorted(set(before_settings) | set(tenant.settings)):
+        if before_settings.get(key) != tenant.settings.get(key):
+            diff[f"settings.{key}"] = {"from": before_settings.get(key), "to": tenant.settings.get(key)}
+    record(
+        actor=actor,
+        verb="tenant.updated",
+        target_type="tenant",
+        target_id=str(tenant.pk),
+        data={"changes": diff},
+    )
+    return tenant

@@ -11,8 +11,17 @@ MAX_SETTINGS_BYTES = 64 * 1024
 
 
 def validate_settings_object(value: Any) -> None:
-    """A settings document is a JSON object of at most ``MAX_SETTINGS_BYTES`` bytes."""
+    """A settings document is a JSON object of at most ``MAX_SETTINGS_BYTES`` bytes whose runtime keys
+    (tool profile, scrubbing, rate limit, approvals, sandbox, origin restrictions, per-tool settings)
+    are valid."""
+    from apps.runtime.config import validate as validate_runtime
+
     if not isinstance(value, dict):
         raise ValidationError("Must be a JSON object.")
     if len(json.dumps(value)) > MAX_SETTINGS_BYTES:
         raise ValidationError(f"Must be at most {MAX_SETTINGS_BYTES} bytes of JSON.")
+    errors = validate_runtime(value)
+    if errors:
+        raise ValidationError(
+            [f"{key}: {message}" for key, messages in errors.items() for message in messages]
+        )

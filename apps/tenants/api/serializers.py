@@ -121,3 +121,19 @@ class MeOutput(serializers.Serializer):  # type: ignore[type-arg]
     email = serializers.EmailField(allow_null=True)
     api_key = ApiKeyOutput(allow_null=True)
     tenants = TenantOutput(many=True)
+
+
+class TenantUpdateInput(StrictSerializer):
+    name = serializers.CharField(max_length=200, required=False)
+    settings = serializers.DictField(required=False, help_text="Keys to set; a key set to null is removed.")
+
+
+class TenantDetailOutput(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField()
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    status = serializers.CharField()
+    settings = serializers.DictField()
+    runtime = serializers.DictField(
+        help_text="The effective runtime settings (defaults overlaid by settings)."
+    )

@@ -141,3 +141,33 @@ class MeView(TenantViewMixin, APIView):
             "tenants": tenants,
         }
         return Response(s.MeOutput(body).data)
+
+
+def _tenant_body(tenant: Any) -> dict[str, Any]:
+    from apps.runtime.config import effective
+
+    return {
+        "id": tenant.pk,
+        "slug": tenant.slug,
+        "name": tenant.name,
+        "status": tenant.status,
+        "settings": tenant.settings,
+        "runtime": effective(tenant.settings, {}),
+    }
+
+
+class TenantView(TenantViewMixin, APIView):
+    """The caller's tenant and its settings. Everyone reads; admins change the name and settings."""
+
+    write_role = Role.ADMIN
+
+    @extend_schema(responses={200: s.TenantDetailOutput})
+    def get(self, request: Request) -> Response:
+        return Response(s.TenantDetailOutput(_tenant_body(self.actor.tenant)).data)
+
+    @extend_schema(request=s.TenantUpdateInput, responses={200: s.TenantDetailOutput})
+    def patch(self, request: Request) -> Response:
+        data = s.TenantUpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        tenant = services.tenant_update(actor=self.actor, changes=dict(data.validated_data))
+        return Response(s.TenantDetailOutput(_tenant_body(tenant)).data)
