@@ -85,6 +85,7 @@ FIELD_ENCRYPTION_KEY = env_str("FIELD_ENCRYPTION_KEY") or persistent_dev_secret(
 )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+TOOLGATE_SERVER_ADDRESSES = env_list("TOOLGATE_SERVER_ADDRESSES", [])  # scrubbed to [SERVER_IP]
 
 INSTALLED_APPS = [
     "daphne",
