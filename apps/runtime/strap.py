@@ -170,20 +170,23 @@ def definitions(allowed: Iterable[str]) -> list[dict[str, Any]]:
                 required.insert(0, "resource")
         actions = sorted({action for acts in resources.values() for action in acts})
         properties["action"] = {"type": "string", "enum": actions}
-        lines = [domain.description]
+        # One compact line per resource: action(parameters), "*" marking the required ones. The flat
+        # tools' descriptions are not repeated: the parameter descriptions below carry the details.
+        lines = [domain.description, "Actions (parameters; * = required):"]
         for resource, acts in resources.items():
+            calls = []
             for action, entry in acts.items():
-                tool, passes = _target(entry)
+                tool, forwards = _target(entry)
                 spec = CATALOG[tool]
-                needed = [p for p in spec.required_parameters if not (passes and p == "action")]
-                label = f"{resource}/{action}" if resource else action
-                lines.append(
-                    f"- {label}: {spec.description}" + (f" (needs {', '.join(needed)})" if needed else "")
-                )
+                required_params = set(spec.required_parameters)
+                params = []
                 for prop, schema in spec.parameters.get("properties", {}).items():
-                    if passes and prop == "action":
+                    if forwards and prop == "action":
                         continue
+                    params.append(f"{prop}*" if prop in required_params else prop)
                     properties.setdefault(prop, schema)
+                calls.append(f"{action}({', '.join(params)})")
+            lines.append(("- " + (f"{resource}: " if resource else "")) + " ".join(calls))
         result.append(
             {
                 "name": name,
