@@ -29,7 +29,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 from django.test import Client, override_settings  # noqa: E402
 
-from bench import data, db, measure  # noqa: E402
+from bench import data, db, http_execute, measure  # noqa: E402
 from bench.urls import BASELINE_PATH  # noqa: E402
 from config import embedded_db  # noqa: E402
 
@@ -87,6 +87,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--seconds", type=float, default=4.0, help="timed run per endpoint (default 4)")
     parser.add_argument("--show-queries", action="store_true", help="print the SQL of one request each")
+    parser.add_argument("--skip-http", action="store_true", help="skip the execute-over-daphne measurement")
     args = parser.parse_args()
 
     settings_dict = connections["default"].settings_dict
@@ -105,6 +106,13 @@ def main() -> int:
             for endpoint in _endpoints(seeded):
                 results.append(measure.run(client, endpoint, seconds=args.seconds))
         connect = measure.connect_ms()
+        http_table = (
+            None
+            if args.skip_http
+            else http_execute.run(
+                db_name=BENCH_DB, api_key=seeded.api_key, agent_key="agent-00", seconds=args.seconds
+            )
+        )
     finally:
         connections.close_all()
         db.drop(settings_dict)
@@ -124,6 +132,9 @@ def main() -> int:
         f"\nNew database connection: {connect:.2f} ms (median). Under daphne with DATABASE_CONN_MAX_AGE=0 "
         "(the default) every request that touches the database pays this on top of the figures above."
     )
+    if http_table is not None:
+        print("\nExecute over HTTP (bench.http_execute):\n")
+        print(http_table)
     if args.show_queries:
         for r in results:
             print(f"\n{r.label}:")

@@ -3,7 +3,6 @@ second tenant with 1000 events of its own so that tenant scoping has something t
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from apps.audit.models import AuditEvent
@@ -50,13 +49,6 @@ def _fill_audit_log(tenant: Tenant, *, total: int) -> None:
 
 def seed() -> BenchData:
     """Create the data set through the services, as the API would, except for the bulk audit rows."""
-    # The realtime layer warns for every event nobody listens to; nobody does during a bench. And
-    # each publish from sync code outside an event loop (as here) leaves a channels_postgres pool
-    # behind that keeps failing to reconnect and logging it: a known issue reported with the bench,
-    # not something the measured read requests do.
-    logging.getLogger("channels_postgres.core").setLevel(logging.ERROR)
-    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
-
     tenant = services.tenant_create(slug="bench", name="Bench")
     system = Actor.system(tenant)
     _, raw_key = services.api_key_create(actor=system, name="bench", role=Role.ADMIN)
@@ -68,7 +60,7 @@ def seed() -> BenchData:
             description="A benchmark agent with a description of typical length.",
             provider="openai",
             model="gpt-4o-mini",
-            settings={"temperature": 0.2, "tools": ["search", "fetch"]},
+            settings={"temperature": 0.2, "tool_profile": "full"},
         )
     _fill_audit_log(tenant, total=AUDIT_EVENTS)
 
