@@ -22,6 +22,10 @@ class Section:
 SECTIONS: tuple[Section, ...] = (
     Section("Overview", "dashboard:home", Role.VIEWER, "home"),
     Section("Agents", "dashboard:agents", Role.VIEWER, "agent"),
+    # "tools" and "tool_call" are distinct prefixes: neither URL name starts with the other.
+    Section("Tools", "dashboard:tools", Role.VIEWER, "tools"),
+    Section("Runtime settings", "dashboard:runtime_settings", Role.VIEWER, "runtime"),
+    Section("Tool calls", "dashboard:tool_calls", Role.MEMBER, "tool_call"),
     Section("API keys", "dashboard:api_keys", Role.ADMIN, "api_key"),
     Section("Members", "dashboard:members", Role.VIEWER, "member"),
     Section("Audit log", "dashboard:audit", Role.ADMIN, "audit"),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.dashboard.views import agents, api_keys, audit, auth, home, members
+from apps.dashboard.views import agents, api_keys, audit, auth, home, members, runtime, tool_calls, tools
 
 app_name = "dashboard"
 urlpatterns = [
@@ -12,6 +12,11 @@ urlpatterns = [
     path("agents/new/", agents.agent_create, name="agent_create"),
     path("agents/<str:key>/edit/", agents.agent_edit, name="agent_edit"),
     path("agents/<str:key>/delete/", agents.agent_delete, name="agent_delete"),
+    path("tools/", tools.tool_catalog, name="tools"),
+    path("runtime/", runtime.runtime_settings, name="runtime_settings"),
+    path("runtime/edit/", runtime.runtime_settings_edit, name="runtime_settings_edit"),
+    path("runtime/reset/", runtime.runtime_settings_reset, name="runtime_settings_reset"),
+    path("tool-calls/", tool_calls.tool_call_log, name="tool_calls"),
     path("api-keys/", api_keys.api_key_list, name="api_keys"),
     path("api-keys/new/", api_keys.api_key_create, name="api_key_create"),
     path("api-keys/<uuid:id>/revoke/", api_keys.api_key_revoke, name="api_key_revoke"),

@@ -167,7 +167,7 @@ def test_viewer_navigation_lists_only_sections_they_may_open(viewer):
     body = viewer.get(reverse("dashboard:home")).content.decode()
 
     nav = body[body.index('<nav class="sidenav"') : body.index("</nav>")]
-    assert re.findall(r">([^<]+)</a>", nav) == ["Overview", "Agents", "Members"]
+    assert re.findall(r">([^<]+)</a>", nav) == ["Overview", "Agents", "Tools", "Runtime settings", "Members"]
     assert "Recent activity" not in body
     assert 'data-stat="api_keys"' not in body
 
@@ -176,7 +176,16 @@ def test_owner_navigation_marks_the_current_section(owner):
     body = owner.get(reverse("dashboard:agent_create")).content.decode()
 
     nav = body[body.index('<nav class="sidenav"') : body.index("</nav>")]
-    assert re.findall(r">([^<]+)</a>", nav) == ["Overview", "Agents", "API keys", "Members", "Audit log"]
+    assert re.findall(r">([^<]+)</a>", nav) == [
+        "Overview",
+        "Agents",
+        "Tools",
+        "Runtime settings",
+        "Tool calls",
+        "API keys",
+        "Members",
+        "Audit log",
+    ]
     assert re.findall(r'aria-current="page">([^<]+)<', nav) == ["Agents"]
 
 
@@ -643,6 +652,7 @@ def test_audit_log_is_paginated_and_live_only_on_the_first_page(
     assert "?verb=agent.created&amp;page=2" in first
     assert "data-audit-live" in first
     assert "audit-live.js" in first
+    assert "live-table.js" in first
     assert second.count("<tr data-id=") == 5
     assert "data-audit-live" not in second
     assert "audit-live.js" not in second

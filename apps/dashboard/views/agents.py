@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import AgentCreateForm, AgentForm, add_service_error
+from apps.dashboard.runtime_display import setting_rows
 from apps.dashboard.views.confirm import confirm_action
 from apps.tenants import access, selectors, services
 from apps.tenants.errors import ServiceError
@@ -55,7 +56,16 @@ def agent_edit(request: DashboardRequest, key: str) -> HttpResponse:
         else:
             messages.success(request, f"Agent {agent.key} saved.")
             return redirect("dashboard:agents")
-    return render(request, "dashboard/agents/form.html", {"form": form, "agent": agent})
+    return render(
+        request,
+        "dashboard/agents/form.html",
+        {
+            "form": form,
+            "agent": agent,
+            # What is saved now (not the unsaved form): defaults < tenant < this agent's settings.
+            "runtime_rows": setting_rows(request.actor.tenant.settings, agent.settings),
+        },
+    )
 
 
 @dashboard_view(Role.ADMIN)

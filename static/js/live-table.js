@@ -1,0 +1,180 @@
+// Live tables: a small module shared by the dashboard pages that prepend rows as events arrive on
+// /ws/events/ (the audit log, the tool-call log). It owns the socket (authenticated by the session
+// cookie, same origin), the reconnect backoff and the live indicator; a page only says which topic and
+// event type it wants, which events match its filters, and how one event becomes a row.
+// Helpers build nodes with textContent only, so event data can never inject markup.
+(function () {
+  "use strict";
+
+  const MAX_DELAY_MS = 30000;
+
+  // One line of JSON with sorted keys, like the server's compact_json filter.
+  function toJson(v) {
+    if (Array.isArray(v)) return "[" + v.map(toJson).join(", ") + "]";
+    if (v && typeof v === "object") {
+      return "{" + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ": " + toJson(v[k]); }).join(", ") + "}";
+    }
+    return JSON.stringify(v);
+  }
+
+  function sortKeys(v) {
+    if (Array.isArray(v)) return v.map(sortKeys);
+    if (v && typeof v === "object") {
+      const out = {};
+      Object.keys(v).sort().forEach(function (k) { out[k] = sortKeys(v[k]); });
+      return out;
+    }
+    return v;
+  }
+
+  // Indented JSON with sorted keys, like the server's pretty_json filter.
+  function prettyJson(v) {
+    return JSON.stringify(sortKeys(v), null, 2);
+  }
+
+  function truncate(text, limit) {
+    return text.length <= limit ? text : text.slice(0, limit - 1) + "…";
+  }
+
+  function summary(value, limit) {
+    if (value === null || value === undefined || value === "") return "";
+    if (typeof value === "object" && Object.keys(value).length === 0) return "";
+    return truncate(toJson(value), limit);
+  }
+
+  function el(tag, text, className) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = text;
+    if (className) node.className = className;
+    return node;
+  }
+
+  function cell(row, className) {
+    const td = row.insertCell();
+    if (className) td.className = className;
+    return td;
+  }
+
+  // A <time> showing the UTC time as the server renders it ("Y-m-d H:i:s").
+  function timeNode(iso) {
+    const node = el("time", new Date(iso).toISOString().slice(0, 19).replace("T", " "));
+    node.dateTime = iso;
+    return node;
+  }
+
+  // start({table, topic, eventType, matches(data), buildRow(data) -> <tr>}): run one live table.
+  function start(options) {
+    const table = options.table;
+    const indicator = document.querySelector("[data-live-indicator]");
+    if (!table || !indicator || !("WebSocket" in window)) return;
+
+    const tbody = table.tBodies[0];
+    const indicatorText = indicator.querySelector("[data-live-text]");
+    const maxRows = parseInt(table.dataset.maxRows || "50", 10);
+    const matches = options.matches || function () { return true; };
+
+    let socket = null;
+    let attempt = 0;
+    let retryTimer = null;
+    let everConnected = false;
+
+    function setState(state, text) {
+      indicator.dataset.state = state;
+      indicatorText.textContent = text;
+    }
+
+    function addRow(data) {
+      if (!data || !data.id || !matches(data)) return;
+      if (tbody.querySelector('tr[data-id="' + CSS.escape(data.id) + '"]')) return;
+      const empty = tbody.querySelector("tr.empty");
+      if (empty) empty.remove();
+
+      const row = options.buildRow(data);
+      row.dataset.id = data.id;
+      row.classList.add("is-new");
+      tbody.insertBefore(row, tbody.firstChild);
+      while (tbody.rows.length > maxRows) tbody.deleteRow(-1);
+    }
+
+    function scheduleReconnect() {
+      if (retryTimer) return;
+      // Exponential backoff with jitter: 1s, 2s, 4s … capped at 30s.
+      const delay = Math.min(MAX_DELAY_MS, 1000 * Math.pow(2, attempt)) * (0.75 + Math.random() * 0.5);
+      attempt += 1;
+      setState("reconnecting", "Reconnecting in " + Math.round(delay / 1000) + "s…");
+      retryTimer = window.setTimeout(function () {
+        retryTimer = null;
+        connect();
+      }, delay);
+    }
+
+    function connect() {
+      const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+      setState(everConnected ? "reconnecting" : "connecting", everConnected ? "Reconnecting…" : "Connecting…");
+      try {
+        socket = new WebSocket(scheme + window.location.host + "/ws/events/");
+      } catch (err) {
+        scheduleReconnect();
+        return;
+      }
+      socket.addEventListener("open", function () {
+        socket.send(JSON.stringify({ type: "subscribe", topics: [options.topic] }));
+      });
+      socket.addEventListener("message", function (message) {
+        let msg;
+        try {
+          msg = JSON.parse(message.data);
+        } catch (err) {
+          return;
+        }
+        if (msg.type === "subscribed") {
+          attempt = 0;
+          // After a drop, events sent while disconnected were not received: say so instead of hiding it.
+          setState("live", everConnected ? "Live (reload to see events missed while offline)" : "Live");
+          everConnected = true;
+        } else if (msg.type === "event" && msg.event && msg.event.type === options.eventType) {
+          addRow(msg.event.data);
+        } else if (msg.type === "error") {
+          setState("error", "Live updates unavailable: " + msg.message);
+        }
+      });
+      socket.addEventListener("close", function () {
+        socket = null;
+        scheduleReconnect();
+      });
+    }
+
+    // Coming back online or to the tab: retry at once instead of waiting out the backoff.
+    function retryNow() {
+      if (socket || !retryTimer) return;
+      window.clearTimeout(retryTimer);
+      retryTimer = null;
+      attempt = 0;
+      connect();
+    }
+    window.addEventListener("online", retryNow);
+    document.addEventListener("visibilitychange", function () {
+      if (document.visibilityState === "visible") retryNow();
+    });
+
+    connect();
+  }
+
+  // The page's configuration, rendered by the server with json_script (never markup).
+  function readJson(id) {
+    const node = document.getElementById(id);
+    return node ? JSON.parse(node.textContent || "{}") : {};
+  }
+
+  window.ToolgateLive = {
+    start: start,
+    readJson: readJson,
+    el: el,
+    cell: cell,
+    timeNode: timeNode,
+    toJson: toJson,
+    prettyJson: prettyJson,
+    summary: summary,
+    truncate: truncate,
+  };
+})();
