@@ -342,9 +342,15 @@ class RuntimeSettingsForm(DashboardForm):
 
 
 def _normalized(key: str, value: Any) -> Any:
-    """A value in a comparable form: origin lists sorted and empty origins dropped."""
+    """A value in a comparable form: origin lists sorted, empty origins dropped, and the parts the
+    pipeline defaults filled in (``{"security": "deny"}`` set through the API means ask ``off``), so an
+    untouched form never counts as a change."""
     if key == "origin_deny" and isinstance(value, dict):
-        return {k: sorted(v) for k, v in value.items() if v}
+        return {k: sorted(v) for k, v in value.items() if isinstance(v, list) and v}
+    if key == "exec_approvals" and isinstance(value, dict):
+        return {"security": "full", "ask": "off", **value}
+    if key == "sandbox" and isinstance(value, dict):
+        return {"mode": "off", **value}
     return value
 
 

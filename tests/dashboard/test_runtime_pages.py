@@ -279,6 +279,18 @@ def test_an_unchanged_form_changes_nothing(admin, tenant_a):
     assert audit_count(tenant_a) == before
 
 
+def test_a_partial_value_set_through_the_api_is_not_rewritten_by_an_untouched_form(admin, tenant_a):
+    services.tenant_update(
+        actor=Actor.system(tenant_a), changes={"settings": {"exec_approvals": {"security": "deny"}}}
+    )
+    before = audit_count(tenant_a)
+
+    admin.post(reverse("dashboard:runtime_settings_edit"), {**DEFAULT_FORM, "approvals_security": "deny"})
+
+    assert fresh(tenant_a).settings == {"exec_approvals": {"security": "deny"}}
+    assert audit_count(tenant_a) == before
+
+
 def test_turning_scrubbing_off_is_saved(owner, tenant_a):
     form = {k: v for k, v in DEFAULT_FORM.items() if k != "scrub_credentials"}
 
