@@ -9,4 +9,5 @@ class RuntimeConfig(AppConfig):
     def ready(self) -> None:
         # Importing the tool modules registers their implementations (apps/runtime/registry.py).
         import apps.runtime.tools.clock  # noqa: F401
+        from apps.runtime.tools import exec as exec_tool  # noqa: F401
         from apps.runtime.tools import fs, web  # noqa: F401

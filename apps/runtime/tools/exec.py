@@ -1,0 +1,353 @@
+"""The ``exec`` tool: run one shell command in the call's workspace (seed 000 §4, SPEC B §5.3).
+
+This is the documented exception to "no shell": the command goes to ``/bin/sh -c`` only after
+
+1. the unconditional safeguard (:mod:`apps.runtime.safeguard`): always, whatever the settings;
+2. the configurable deny groups (:mod:`apps.runtime.shell_deny`) with the effective
+   ``tools.exec.deny_groups`` overrides (agent over tenant).
+
+and then runs with:
+
+* the working directory inside the workspace (``cwd`` resolved with
+  :func:`apps.runtime.workspace.resolve_path`: no escapes, no symlinks);
+* a minimal environment built from scratch (PATH, HOME = the workspace, LANG, TERM=dumb), never the
+  server's, which holds ``SECRET_KEY``, ``DATABASE_URL`` and the like; seed 003's strip list is applied
+  on top so no loader or shell start-up variable can ever get through;
+* its own session and process group, so a timeout kills every process it started (SIGTERM to the
+  group, 3 s grace, then SIGKILL), and no leftover background process outlives the call;
+* stdin closed, stdout and stderr read incrementally and kept up to 1 MiB each (the rest is drained
+  and dropped, so a command printing forever costs no memory).
+
+Output is scrubbed of credentials by the pipeline, not here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from apps.runtime import safeguard, shell_deny, shell_parse
+from apps.runtime.context import CallContext
+from apps.runtime.registry import tool
+from apps.runtime.results import ToolResult
+from apps.runtime.workspace import PathError, real_workspace, relative_to_workspace, resolve_path
+
+SHELL = "/bin/sh"
+DEFAULT_TIMEOUT_SECONDS = 60
+MAX_TIMEOUT_SECONDS = 300
+KILL_GRACE_SECONDS = 3.0
+OUTPUT_CAP_BYTES = 1024 * 1024  # per stream (SPEC B §5.3: "[output truncated at 1MB]")
+_READ_CHUNK = 64 * 1024
+# After the shell exits, background children may still hold the pipes open; wait this long for them
+# to finish writing before the group is killed.
+_DRAIN_AFTER_EXIT_SECONDS = 0.5
+
+SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+# Seed 003 ``sanitizedEnv()``: names stripped whatever their origin, plus whole prefixes.
+ENV_STRIP_NAMES = frozenset(
+    {
+        "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "IFS", "CDPATH", "BASH_ENV",
+        "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "PYTHONSTARTUP", "PYTHONPATH",
+        "RUBYOPT", "RUBYLIB", "PERL5OPT", "PERL5LIB", "PERL5DB", "NODE_OPTIONS", "HOSTALIASES",
+        "RESOLV_HOST_CONF", "LOCALDOMAIN",
+    }
+)  # fmt: skip
+ENV_STRIP_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_")
+# SPEC B §5.3 ``staticCredentialEnvKeys``: never handed to a shell either.
+CREDENTIAL_ENV_NAMES = frozenset(
+    {
+        "GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GH_CONFIG_DIR", "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY", "NPM_TOKEN", "DOCKER_PASSWORD", "DOCKER_AUTH", "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS", "HUGGINGFACE_TOKEN",
+        "HF_TOKEN", "GCP_SA_KEY", "AZURE_CLIENT_SECRET", "CLOUDFLARE_API_TOKEN",
+    }
+)  # fmt: skip
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def sanitize_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without seed 003's dangerous variables (loader, shell start-up, interpreter hooks,
+    resolver overrides) and the known credential variables; malformed names are dropped too."""
+    return {
+        name: value
+        for name, value in env.items()
+        if _ENV_NAME.match(name)
+        and name not in ENV_STRIP_NAMES
+        and name not in CREDENTIAL_ENV_NAMES
+        and not name.startswith(ENV_STRIP_PREFIXES)
+        and "\x00" not in value
+    }
+
+
+def minimal_env(workspace: Path) -> dict[str, str]:
+    """The whole environment of a command: built from nothing, so no server variable can leak."""
+    return sanitize_env(
+        {"PATH": SAFE_PATH, "HOME": str(workspace), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "dumb"}
+    )
+
+
+def effective_timeout(requested: Any, settings: Mapping[str, Any]) -> int:
+    """Seconds allowed: the call's ``timeout``, else ``tools.exec.timeout_seconds``, else 60; always
+    clamped to 1..300 (booleans and non-integers fall back to the default)."""
+    for value in (requested, settings.get("timeout_seconds")):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return max(1, min(MAX_TIMEOUT_SECONDS, value))
+    return DEFAULT_TIMEOUT_SECONDS
+
+
+@dataclass
+class _Capture:
+    """One output stream, kept up to the cap; everything past it is read and dropped."""
+
+    chunks: list[bytes] = field(default_factory=list)
+    size: int = 0
+    truncated: bool = False
+
+    def add(self, data: bytes) -> None:
+        room = OUTPUT_CAP_BYTES - self.size
+        if room <= 0:
+            self.truncated = self.truncated or bool(data)
+            return
+        if len(data) > room:
+            self.truncated = True
+            data = data[:room]
+        self.chunks.append(data)
+        self.size += len(data)
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", errors="replace")
+
+
+@dataclass
+class RunOutcome:
+    """What happened to a command."""
+
+    exit_code: int | None
+    stdout: _Capture
+    stderr: _Capture
+    timed_out: bool
+    seconds: float
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to the process group; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        # A member changed its credentials (setuid binary): it is no longer ours to signal.
+        return False
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a member of the group still runs. Zombies (dead, waiting to be reaped by whoever
+    adopted them) do not count; without /proc, any member counts."""
+    if not _signal_group(pgid, 0):  # signal 0: existence check only
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After "pid (comm)": state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _kill_group(pgid: int, process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the whole group, give it :data:`KILL_GRACE_SECONDS`, then SIGKILL what is left."""
+    if not _signal_group(pgid, signal.SIGTERM):
+        return
+    deadline = time.monotonic() + KILL_GRACE_SECONDS
+    while time.monotonic() < deadline:
+        process.poll()  # reap our own child so it does not linger as a zombie member
+        if not _group_alive(pgid):
+            return
+        time.sleep(0.05)
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeout: float) -> RunOutcome:
+    """Run ``command`` with ``/bin/sh -c`` and collect its output within the limits (see module doc).
+
+    The caller must already have passed the command through the safeguard and the deny groups."""
+    started = time.monotonic()
+    deadline = started + timeout
+    # The documented, checked `sh -c` (STYLE "Don't" 7): an argv list, no shell=True; the command was
+    # vetted by the safeguard and the deny groups before this point.
+    process = subprocess.Popen(
+        [SHELL, "-c", command],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,  # own session and process group: the unit a timeout kills
+        close_fds=True,
+    )
+    pgid = process.pid  # a new session's leader: its pid is the group id
+    stdout, stderr = _Capture(), _Capture()
+    streams: list[tuple[IO[bytes], _Capture]] = []
+    if process.stdout is not None:
+        streams.append((process.stdout, stdout))
+    if process.stderr is not None:
+        streams.append((process.stderr, stderr))
+    timed_out = False
+    exited_at: float | None = None
+    selector = selectors.DefaultSelector()
+    try:
+        for stream, capture in streams:
+            selector.register(stream, selectors.EVENT_READ, capture)
+        while selector.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = process.poll() is None
+                break
+            if exited_at is None and process.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > _DRAIN_AFTER_EXIT_SECONDS:
+                break  # the shell is done; only leftover background processes hold the pipes
+            wait = min(deadline - now, 0.1 if exited_at is not None else 0.5)
+            for key, _ in selector.select(timeout=wait):
+                # One read of what is there (never blocks after select); memory stays capped.
+                data = os.read(key.fd, _READ_CHUNK)
+                if data:
+                    key.data.add(data)
+                else:
+                    selector.unregister(key.fileobj)
+        if timed_out:
+            _kill_group(pgid, process)
+        elif process.poll() is None:
+            # Pipes closed but the shell has not exited yet (it closed its outputs): wait the rest.
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(pgid, process)
+        process.wait()
+        # Anything of the group still running (a backgrounded "sleep 1000 &") dies with the call.
+        if _group_alive(pgid):
+            _kill_group(pgid, process)
+    finally:
+        selector.close()
+        for stream, _capture in streams:
+            stream.close()
+        if process.poll() is None:  # only on an unexpected error above
+            _signal_group(pgid, signal.SIGKILL)
+            process.wait()
+    return RunOutcome(
+        exit_code=None if timed_out else process.returncode,
+        stdout=stdout,
+        stderr=stderr,
+        timed_out=timed_out,
+        seconds=time.monotonic() - started,
+    )
+
+
+def _resolve_cwd(ctx: CallContext, requested: Any) -> Path | str:
+    """The working directory (a resolved Path inside the workspace) or an error message."""
+    if requested is None or requested == "":
+        try:
+            return real_workspace(ctx.workspace)
+        except PathError as error:
+            return str(error)
+    if not isinstance(requested, str):
+        return "cwd must be a string: a directory relative to the workspace."
+    try:
+        resolved = resolve_path(requested, workspace=ctx.workspace)
+    except PathError as error:
+        return f"cwd refused: {error}"
+    if not resolved.is_dir():
+        return f"cwd refused: {requested!r} is not an existing directory in the workspace."
+    return resolved
+
+
+def _format(outcome: RunOutcome, timeout: int) -> str:
+    parts: list[str] = []
+    stdout, stderr = outcome.stdout.text(), outcome.stderr.text()
+    if stdout:
+        parts.append(stdout.rstrip("\n"))
+    if outcome.stdout.truncated:
+        parts.append("[output truncated at 1MB]")
+    if stderr:
+        parts.append("STDERR:\n" + stderr.rstrip("\n"))
+    if outcome.stderr.truncated:
+        parts.append("[stderr truncated at 1MB]")
+    if outcome.timed_out:
+        parts.append(
+            f"[command timed out after {timeout}s and was killed with all its processes; "
+            "run shorter steps, or pass a larger timeout (at most 300)]"
+        )
+    else:
+        parts.append(f"[exit code: {outcome.exit_code}]")
+    return "\n".join(parts) if parts else "(no output)"
+
+
+@tool("exec")
+def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+    """Run ``args["command"]`` in the workspace after the safeguard and the deny groups."""
+    command = args.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return ToolResult.error("command is required: the shell command to run.")
+    try:
+        normalised = shell_parse.normalize(command)
+    except shell_parse.NulByteError as error:
+        return ToolResult.error(f"{error}; send the command as plain text.")
+    settings = ctx.settings_for("exec")
+
+    cwd = _resolve_cwd(ctx, args.get("cwd"))
+    if isinstance(cwd, str):
+        return ToolResult.error(cwd)
+    workspace = real_workspace(ctx.workspace)
+
+    # 1. Safeguard: unconditional; no setting, approval or deny-group override reaches past it.
+    blocked = safeguard.check_shell(command, workspace=workspace, cwd=cwd)
+    if blocked is not None:
+        return ToolResult.error(blocked, rule="safeguard")
+
+    # 2. Deny groups, with the effective overrides (a malformed value counts as "no overrides": every
+    # group stays denied).
+    overrides = settings.get("deny_groups", {})
+    if not isinstance(overrides, Mapping):
+        overrides = {}
+    denial = shell_deny.check_command(command, overrides)
+    if denial is not None:
+        return ToolResult.error(denial.message, rule="deny_group", group=denial.group)
+
+    timeout = effective_timeout(args.get("timeout"), settings)
+    try:
+        outcome = run_command(normalised, cwd=cwd, env=minimal_env(workspace), timeout=timeout)
+    except OSError as error:
+        return ToolResult.error(f"could not start the command: {error.strerror or error}.")
+
+    text = _format(outcome, timeout)
+    data: dict[str, Any] = {
+        "exit_code": outcome.exit_code,
+        "timed_out": outcome.timed_out,
+        "stdout_truncated": outcome.stdout.truncated,
+        "stderr_truncated": outcome.stderr.truncated,
+        "cwd": relative_to_workspace(cwd, ctx.workspace),
+        "duration_ms": round(outcome.seconds * 1000),
+    }
+    if outcome.timed_out or outcome.exit_code != 0:
+        return ToolResult.error(text, **data)
+    return ToolResult.ok(text, **data)
