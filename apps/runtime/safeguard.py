@@ -94,17 +94,35 @@ _OPTIONS_WITH_VALUE = {
 _TARGET_DIRECTORY_OPTIONS = frozenset({"-t", "--target-directory"})
 _GLOB_CHARS = re.compile(r"[*?[]")
 
-# Function definitions that call themselves twice per call, in the background or through a pipe
+# Fork bombs: a function that calls itself twice per call, in the background or through a pipe
 # (``:(){ :|:& };:``, ``bomb(){ bomb | bomb & }; bomb``, ``function f { f & f & }``), and fork loops.
-_FORK_BOMBS = (
-    re.compile(
-        r"(?:^|[\s;&|({])(?:function\s+)?(?P<n>[A-Za-z_][\w.-]*|:)\s*(?:\(\s*\))?\s*\{[^}]*"
-        r"(?<![\w.:-])(?P=n)\s*(?:\|&?|&)\s*(?P=n)(?![\w.-])"
-    ),
+# Definitions are found first and only a bounded window of each body is searched, so a long command
+# full of "f(){" cannot make this quadratic.
+_FUNCTION_DEFINITION = re.compile(
+    r"(?:^|[\s;&|({])(?:function\s+(?P<kw>[A-Za-z_][\w.-]*|:)\s*(?:\(\s*\))?|(?P<n>[A-Za-z_][\w.-]*|:)\s*\(\s*\))"
+    r"\s*\{"
+)
+_BODY_WINDOW = 512
+_FORK_LOOPS = (
     re.compile(r"\bfork\s*(?:\(\s*\))?\s*while\s*fork\b"),
     re.compile(r"(?s)\bwhile\b.{0,80}?\bfork\s*\("),
     re.compile(r"\$0\s*[|&]\s*\$0"),
 )
+
+
+def _is_fork_bomb(text: str) -> bool:
+    for definition in _FUNCTION_DEFINITION.finditer(text):
+        name = definition.group("kw") or definition.group("n")
+        body_start = definition.end()
+        close = text.find("}", body_start, body_start + _BODY_WINDOW)
+        body = text[body_start : close if close >= 0 else body_start + _BODY_WINDOW]
+        # The name used as a whole word twice, joined by a pipe or "&": the function spawns itself twice.
+        recursion = re.compile(
+            r"(?<![\w.:-])" + re.escape(name) + r"\s*(?:\|&?|&)\s*" + re.escape(name) + r"(?![\w.:-])"
+        )
+        if recursion.search(body):
+            return True
+    return any(pattern.search(text) for pattern in _FORK_LOOPS)
 
 
 @dataclass(frozen=True)
@@ -401,9 +419,8 @@ def check_shell_rule(command: str, *, workspace: Path | None = None, cwd: Path |
                 f"command nesting too deep (more than {shell_parse.MAX_WRAPPER_DEPTH} shell wrappers), "
                 "so what it runs cannot be checked; run the inner command directly",
             )
-        for pattern in _FORK_BOMBS:
-            if pattern.search(variant):
-                return _blocked("fork_bomb", "a fork bomb")
+        if _is_fork_bomb(variant):
+            return _blocked("fork_bomb", "a fork bomb")
         block = _check_data_dir_mentions(variant, workspace)
         if block is not None:
             return block

@@ -24,6 +24,8 @@ MAX_WRAPPER_DEPTH = 3
 # Command substitutions nest without wrappers ($( $( … ) )); bound the recursion so a crafted command
 # cannot exhaust the stack. Beyond it the command is reported as too deep, like wrapper nesting.
 _MAX_RECURSION = 12
+# How deeply quotes and parentheses may nest inside one substitution while scanning for its end.
+_MAX_SCAN_NESTING = 64
 
 # Zero-width and bidirectional controls (format characters, Unicode category Cf: U+200B-U+200F,
 # U+202A-U+202E, U+2060-U+2064, U+2066-U+2069, U+FEFF, U+00AD …). They render as nothing, so
@@ -145,6 +147,7 @@ class _Lexer:
         self.word: list[str] = []
         self.in_word = False
         self.pending_redirect: str | None = None
+        self.overflow = False  # nesting too deep to scan: the caller refuses the command
 
     # -- word and command boundaries --------------------------------------------------------------
     def _end_word(self) -> None:
@@ -178,8 +181,12 @@ class _Lexer:
         self.in_word = True
 
     # -- scanning helpers -------------------------------------------------------------------------
-    def _matching_paren(self, start: int) -> int:
+    def _matching_paren(self, start: int, nesting: int = 0) -> int:
         """Index just after the ``)`` closing the group opened right before ``start``."""
+        if nesting > _MAX_SCAN_NESTING:
+            # "$( "$( "$( …: deeper than any real command; stop scanning and refuse the command.
+            self.overflow = True
+            return len(self.text)
         depth = 1
         i = start
         text = self.text
@@ -193,7 +200,7 @@ class _Lexer:
                 i = len(text) if close < 0 else close + 1
                 continue
             if ch == '"':
-                i = self._skip_double_quoted(i + 1)
+                i = self._skip_double_quoted(i + 1, nesting + 1)
                 continue
             if ch == "(":
                 depth += 1
@@ -224,7 +231,7 @@ class _Lexer:
             i += 1
         return len(text)
 
-    def _skip_double_quoted(self, i: int) -> int:
+    def _skip_double_quoted(self, i: int, nesting: int = 0) -> int:
         text = self.text
         while i < len(text):
             if text[i] == "\\":
@@ -233,7 +240,7 @@ class _Lexer:
             if text[i] == '"':
                 return i + 1
             if text.startswith("$(", i):
-                i = self._matching_paren(i + 2)
+                i = self._matching_paren(i + 2, nesting + 1)
                 continue
             i += 1
         return len(text)
@@ -506,6 +513,8 @@ class _Walker:
             self.result.too_deep = True
             return
         lexer = _lex(text)
+        if lexer.overflow:
+            self.result.too_deep = True
         for raw in lexer.commands:
             if top:
                 self.result.segments.append(text[raw.start : raw.end].strip())

@@ -374,3 +374,20 @@ def test_protected_lists_follow_seed_003():
         assert path in safeguard.PROTECTED_SYSTEM_PATHS
     assert {"/dev/null", "/dev/stdout", "/dev/stderr"} == safeguard.DEVICE_WRITE_ALLOWED
     assert os.sep == "/"
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ('"$(' * 20000, "nesting_too_deep"),  # would overflow a naive recursive scanner
+        ("$(" * 30000, "nesting_too_deep"),
+        ("f(){ f " * 8000, None),  # many definitions, no closing brace: no fork bomb, and fast
+        ("a{ a| " * 10000, None),
+        ("'" * 60000, None),
+        ("`" * 60000, None),
+    ],
+    ids=["dquote-subst", "subst", "definitions", "braces", "quotes", "backticks"],
+)
+def test_adversarial_input_is_handled_quickly_and_closed(text, rule):
+    assert _shell_rule(text) == rule
