@@ -92,4 +92,12 @@ def validate(settings: Mapping[str, Any]) -> dict[str, list[str]]:
             unknown = sorted(set(value) - set(CATALOG))
             if unknown:
                 bad("tools", f"Unknown tools: {', '.join(unknown)}.")
+            exec_settings = value.get("exec", {})
+            if isinstance(exec_settings, dict) and "deny_groups" in exec_settings:
+                from apps.runtime.shell_deny import validate_overrides
+
+                try:
+                    validate_overrides(exec_settings["deny_groups"])
+                except ValueError as exc:
+                    bad("tools", f"exec.deny_groups: {exc}")
     return errors
