@@ -50,7 +50,10 @@ def test_admins_change_settings_audited_and_null_removes_a_key(admin_a, tenant_a
         ({"origin_deny": {"moon": ["exec"]}}, "Unknown origin 'moon'"),
         ({"origin_deny": {"comm": ["nosuchtool"]}}, "comm: must be a list of catalog tool names."),
         ({"tools": {"nosuchtool": {}}}, "tools: Unknown tools: nosuchtool."),
-        ({"tools": {"exec": {"deny_groups": {"no_such_group": False}}}}, "unknown deny group 'no_such_group'"),
+        (
+            {"tools": {"exec": {"deny_groups": {"no_such_group": False}}}},
+            "unknown deny group 'no_such_group'",
+        ),
     ],
 )
 def test_invalid_settings_are_refused_with_nothing_changed(admin_a, tenant_a, settings, fragment):
