@@ -1,0 +1,162 @@
+"""The tool rate limiter (SPEC A "Runtime, scrubbing, limits", B §7.2).
+
+A sliding-window log per session key: a call is allowed when fewer than ``limit`` calls were allowed
+for that key in the last hour, and then recorded; a refused call is not recorded. The limit is the
+tenant's ``rate_limit_per_hour`` setting (default 150; 0 or less: no limit). Calls without a session
+key are not limited. Keys are prefixed by the tenant, so tenant A's session "s1" and tenant B's "s1"
+are separate windows.
+
+The windows are shared by every process (several daphne and django-q2 workers), and each check is one
+atomic operation in the shared store, so two processes can never both take the last slot:
+
+* PostgreSQL (the default): one ``INSERT … ON CONFLICT DO UPDATE`` statement per check on a row per key
+  (``RateLimitWindow``). The conflicting row is locked and the update computed from its latest version,
+  so concurrent checks of one key run one after the other; checks of different keys do not wait.
+* Redis (when ``REDIS_URL`` is set, as for the cache): a sorted set per key, checked and updated by one
+  Lua script (scripts run atomically), expiring one window after its last call.
+
+Old entries are dropped on every check of their key. A key that is never used again is removed by
+Redis' expiry, or in PostgreSQL by ``prune()``, which checks run now and then (``PRUNE_EVERY``).
+
+Time is the caller's wall clock (``time.time()``), or ``now=`` in tests.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import connection
+
+if TYPE_CHECKING:
+    import redis
+
+    from apps.tenants.models import Tenant
+
+WINDOW_SECONDS = 3600.0
+DEFAULT_LIMIT = 150
+MESSAGE = "tool rate limit exceeded: %d actions/hour for key %s"
+
+# How often (seconds, per process) a check also deletes the PostgreSQL windows nobody used for a whole
+# window: frequent enough that the table stays about as large as the number of active sessions.
+PRUNE_EVERY = 600.0
+
+_TABLE = "runtime_ratelimitwindow"
+
+# One statement: insert the key's first hit, or (row locked) drop the hits older than the window and
+# append this one unless the window is full. "refused" records which branch ran, for RETURNING.
+_CHECK_SQL = f"""
+INSERT INTO {_TABLE} AS w (key, hits, refused, updated_at)
+VALUES (%(key)s, ARRAY[%(now)s]::double precision[], false, %(now)s)
+ON CONFLICT (key) DO UPDATE SET
+    hits = CASE
+        WHEN cardinality(ARRAY(SELECT h FROM unnest(w.hits) AS h WHERE h > %(cutoff)s)) >= %(limit)s
+        THEN ARRAY(SELECT h FROM unnest(w.hits) AS h WHERE h > %(cutoff)s)
+        ELSE ARRAY(SELECT h FROM unnest(w.hits) AS h WHERE h > %(cutoff)s) || %(now)s::double precision
+    END,
+    refused = cardinality(ARRAY(SELECT h FROM unnest(w.hits) AS h WHERE h > %(cutoff)s)) >= %(limit)s,
+    updated_at = %(now)s
+RETURNING refused
+"""  # noqa: S608 (the only interpolation is the table name, a constant)
+
+_PRUNE_SQL = f"DELETE FROM {_TABLE} WHERE updated_at <= %s"  # noqa: S608
+
+# KEYS[1]: the window; ARGV: now, cutoff, limit, expiry seconds, a unique member for this call.
+_CHECK_LUA = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+    return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[5])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
+
+_prune_lock = threading.Lock()
+_next_prune = 0.0
+
+
+def limit_for(tenant: Tenant) -> int | None:
+    """The tenant's calls per hour per session key, or None when not limited (0 or less)."""
+    value: Any = (tenant.settings or {}).get("rate_limit_per_hour", DEFAULT_LIMIT)
+    if isinstance(value, bool):  # JSON true is not a number
+        value = DEFAULT_LIMIT
+    try:
+        limit = int(value)
+    except (TypeError, ValueError):
+        limit = DEFAULT_LIMIT  # validated when saved (apps/runtime/config.py); never fail a call on it
+    return limit if limit > 0 else None
+
+
+def check_rate_limit(*, tenant: Tenant, session_key: str, now: float | None = None) -> str | None:
+    """Record a call of ``session_key`` in ``tenant`` and return None, or return the refusal message
+    (the call is then not recorded). Without a session key or a limit, always None."""
+    if not session_key:
+        return None
+    limit = limit_for(tenant)
+    if limit is None:
+        return None
+    now = time.time() if now is None else now
+    key = f"{tenant.pk}:{session_key}"
+    allowed = _check_redis(key, limit, now) if settings.REDIS_URL else _check_postgres(key, limit, now)
+    if allowed:
+        return None
+    return MESSAGE % (limit, session_key)
+
+
+def _check_postgres(key: str, limit: int, now: float) -> bool:
+    params: dict[str, str | float | int] = {
+        "key": key,
+        "now": now,
+        "cutoff": now - WINDOW_SECONDS,
+        "limit": limit,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_CHECK_SQL, params)
+        (refused,) = cursor.fetchone()
+    _maybe_prune(now)
+    return not refused
+
+
+def _maybe_prune(now: float) -> None:
+    global _next_prune
+    with _prune_lock:
+        if time.monotonic() < _next_prune:
+            return
+        _next_prune = time.monotonic() + PRUNE_EVERY
+    prune(now)
+
+
+def prune(now: float | None = None) -> int:
+    """Delete the PostgreSQL windows not checked for a whole window (all their hits have expired, so
+    deleting one is the same as keeping it empty). Returns how many were deleted."""
+    now = time.time() if now is None else now
+    with connection.cursor() as cursor:
+        cursor.execute(_PRUNE_SQL, [now - WINDOW_SECONDS])
+        return int(cursor.rowcount)
+
+
+@functools.cache
+def _redis(url: str) -> tuple[redis.Redis, Any]:
+    """One client (a thread-safe connection pool) and the registered script per process and URL."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+    return client, client.register_script(_CHECK_LUA)
+
+
+def _check_redis(key: str, limit: int, now: float) -> bool:
+    _, script = _redis(settings.REDIS_URL)
+    # The same hit time twice must be two entries: the member carries a unique suffix.
+    member = f"{now!r}:{uuid.uuid4().hex}"
+    expiry = math.ceil(WINDOW_SECONDS) + 1
+    allowed = script(
+        keys=[f"toolgate:ratelimit:{key}"],
+        args=[repr(now), repr(now - WINDOW_SECONDS), limit, expiry, member],
+    )
+    return bool(allowed)
