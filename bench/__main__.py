@@ -29,7 +29,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 from django.test import Client, override_settings  # noqa: E402
 
-from bench import data, db, http_execute, measure  # noqa: E402
+from bench import data, db, http_execute, measure, scrub  # noqa: E402
 from bench.urls import BASELINE_PATH  # noqa: E402
 from config import embedded_db  # noqa: E402
 
@@ -140,6 +140,7 @@ def main() -> int:
             print(f"\n{r.label}:")
             for statement in r.sample_sql:
                 print(f"  {statement}")
+    print("\n" + "\n".join(scrub.run()))  # no database: measured after it is dropped
     print(f"\ntotal {time.monotonic() - started:.1f}s")
     return 0
 

@@ -19,7 +19,7 @@ patterns start with a case-insensitive word (``(?i)token|secret|…``, ``(?i)[A-
 * patterns 1-4 start with a case-sensitive literal, which ``re`` itself finds with a fast C scan;
 * patterns 5-9 are "word, whitespace, separator, value". Read backwards they start with the separator,
   a literal, so the candidates are found by scanning a reversed, ASCII-lower-cased copy of the text
-  (``_KeywordStages``); one copy serves all five patterns (``_transport``);
+  (``_keyword_patterns``); one copy serves all five patterns (``_transport``);
 * pattern 10 replaces runs of 64+ hex digits, found with ``bytes.find`` on a translated copy.
 
 The candidates are tried in order, skipping those inside a previous match, which is what ``re.sub``
@@ -32,7 +32,12 @@ Idempotence. Upstream's single round is not idempotent: ``token: abKEY=abcdefgh`
 nothing changes. The repeat is cheap: in a round's output only patterns 5 and 6 can match again
 (their values are the only ones that may contain the ``[`` of a placeholder; any other match would
 consist of characters that survived the round, so the round would already have replaced them), so
-the next round starts with just those two and continues only if they replaced something.
+the next round retries just those two, at the candidates where they failed before (moved past the
+replacements since), and continues only if they replaced something.
+
+Values and addresses are replaced one after the other, longest first (``str.find``), not by one
+alternation: ``re`` scans for an alternation's first characters (digits, letters) about ten times
+more slowly than a substring search, and an absent value then costs one fast scan.
 """
 
 from __future__ import annotations
@@ -331,8 +336,8 @@ def _hex_runs(text: str) -> Spans:
 
 # --- Registered values and server addresses ---------------------------------------------------------------
 # One value after the other, longest first, rather than one alternation: re scans for an alternation's
-# first characters (digits, letters) about ten times more slowly than str.replace / a literal prefix
-# does, and a value that does not occur costs only that one C scan.
+# first characters (digits, letters) about ten times more slowly than str.find does, and a value that
+# does not occur costs only that one C scan.
 
 
 def _replace_values(scrubbing: _Pass, values: tuple[str, ...]) -> None:
