@@ -49,7 +49,7 @@ class Case:
     writes: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
     own_tenant_only: bool = False  # answers about the caller itself (e.g. /me/)
     tenant_agnostic: bool = False  # the same document for every tenant (the tool catalog)
-    post_only: bool = False  # no GET; covered by a dedicated test below
+    post_only: bool = False  # POST only, naming A's agent in the body
 
 
 def _agent(tenant: Tenant) -> dict[str, str]:
@@ -107,7 +107,6 @@ CASES: dict[str, Case] = {
     "tool-call-detail": Case(make=_tool_call),
     "agent-tools": Case(make=_agent),
     "tool-catalog": Case(make=_nothing, tenant_agnostic=True),
-    # POST-only: B names A's agent in the body; see test_executing_another_tenants_agent_is_404
     "runtime-execute": Case(make=_agent, post_only=True),
 }
 
@@ -123,15 +122,24 @@ def test_every_api_route_has_an_isolation_case():
 def test_tenant_b_cannot_reach_tenant_a(name, tenant_a, tenant_b, outsider):
     case = CASES[name]
     kwargs = case.make(tenant_a)
-    url = reverse(name, kwargs={} if case.collection or case.own_tenant_only else kwargs)
+    in_path = not (case.collection or case.own_tenant_only or case.tenant_agnostic or case.post_only)
+    url = reverse(name, kwargs=kwargs if in_path else {})
     before = tenant_state(tenant_a)
     a_ids = {
         str(row["id"]) for rows in before.values() if isinstance(rows, list) for row in rows if "id" in row
     }
 
-    response = outsider.get(url)
+    if case.post_only:  # the object is named in the body: B names A's agent
+        response = outsider.post(url, {"agent": kwargs["key"], "tool": "datetime", "args": {}}, format="json")
+    else:
+        response = outsider.get(url)
 
-    if case.own_tenant_only:
+    if case.tenant_agnostic:
+        assert response.status_code == 200
+        body = response.content.decode()
+        assert not [i for i in a_ids if i in body]
+        assert tenant_a.slug not in body
+    elif case.own_tenant_only:
         assert response.status_code == 200
         body = response.json()
         assert body.get("tenant", body)["slug"] == tenant_b.slug
