@@ -5,23 +5,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='RateLimitWindow',
+            name="RateLimitWindow",
             fields=[
-                ('key', models.TextField(primary_key=True, serialize=False)),
-                ('hits', django.contrib.postgres.fields.ArrayField(base_field=models.FloatField(), default=list, size=None)),
-                ('refused', models.BooleanField(default=False)),
-                ('updated_at', models.FloatField(db_index=True)),
+                ("key", models.TextField(primary_key=True, serialize=False)),
+                (
+                    "hits",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.FloatField(), default=list, size=None
+                    ),
+                ),
+                ("refused", models.BooleanField(default=False)),
+                ("updated_at", models.FloatField(db_index=True)),
             ],
             options={
-                'db_table': 'runtime_ratelimitwindow',
+                "db_table": "runtime_ratelimitwindow",
             },
         ),
     ]
