@@ -62,15 +62,28 @@ def _group_send(group: str, message: dict[str, Any]) -> None:
         logger.exception("could not deliver live message %s to %s", message["type"], group)
 
 
-def send_now(event: dict[str, Any]) -> None:
-    """Deliver an already-built event to its group (use :func:`publish` from domain code)."""
-    _group_send(group_name(event["_tenant_id"], event["topic"]), {"type": "toolgate.event", "event": event})
+def _deliver_after_commit(group: str, message: dict[str, Any]) -> None:
+    """Send ``message`` to ``group`` once the current transaction commits, and never if it rolls back.
+
+    On the PostgreSQL layer the message is written inside the transaction itself (its NOTIFY fires on
+    commit); other layers (Redis) get it from an on-commit hook."""
+    layer = get_channel_layer()
+    # Looked up on the class: channels_redis' layer proxies attribute reads to a per-event-loop object
+    # and raises outside a running loop.
+    if layer is None or not hasattr(type(layer), "group_send_in_transaction"):
+        transaction.on_commit(lambda: _group_send(group, message))
+        return
+    try:
+        with transaction.atomic():  # a savepoint: a failed write must not abort the caller's transaction
+            layer.group_send_in_transaction(group, message)
+    except Exception:  # a lost live message must never break the change it reports
+        logger.exception("could not queue live message %s for %s", message["type"], group)
 
 
 def publish(*, tenant: Tenant, topic: str, type: str, data: dict[str, Any]) -> None:
     """Queue a live event for delivery once the current transaction commits (at once outside one)."""
     event = build(tenant=tenant, topic=topic, type=type, data=data)
-    transaction.on_commit(lambda: send_now(event))
+    _deliver_after_commit(group_name(tenant.pk, topic), {"type": "toolgate.event", "event": event})
 
 
 # --- closing the sockets of a revoked credential -----------------------------------------------------
@@ -90,8 +103,7 @@ def disconnect(*, kind: PrincipalKind, ident: str, reason: str) -> None:
 
     Used when a key is revoked or expires, a member is removed or changes role, and on logout: a socket
     must not go on receiving events on credentials that no longer hold."""
-    group = principal_group(kind, ident)
-    transaction.on_commit(lambda: _group_send(group, {"type": "toolgate.disconnect", "reason": reason}))
+    _deliver_after_commit(principal_group(kind, ident), {"type": "toolgate.disconnect", "reason": reason})
 
 
 def public(event: dict[str, Any]) -> dict[str, Any]:

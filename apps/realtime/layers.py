@@ -194,6 +194,7 @@ class PostgresChannelLayer(UpstreamPostgresChannelLayer):  # type: ignore[misc]
         connection = {key: database[key] for key in _CONNECTION_KEYS if key in database}
         connection.setdefault("OPTIONS", {})
         super().__init__(**connection, **config)
+        self.database_alias = DATABASE
         self.django_db = LoopLocalDatabaseLayer(config.get("PSYCOPG_OPTIONS", {}), self.db_params)
         self._queues: dict[str, asyncio.Queue[str]] = {}
         self._listener_task: asyncio.Task[None] | None = None
@@ -215,6 +216,24 @@ class PostgresChannelLayer(UpstreamPostgresChannelLayer):  # type: ignore[misc]
         if self._owns(channel):
             await self._get_or_create_channel_advisory_lock(channel)
         await super().send(channel, message)
+
+    def group_send_in_transaction(self, group: str, message: dict[str, Any]) -> None:
+        """Store a group message on Django's own connection, inside the caller's transaction.
+
+        For sync code (views, services, django-q2 jobs). The row and the NOTIFY its trigger raises
+        become visible only when that transaction commits, and vanish with a rollback, which is exactly
+        "published after commit", with no event loop, connection pool or extra connection per call
+        (``async_to_sync(group_send)`` from sync code costs a new loop and a new connection each time).
+        """
+        assert self.require_valid_group_name(group), "Group name not valid"
+        query = (
+            f'INSERT INTO "{MESSAGE_TABLE}" (channel, message, expire) '  # noqa: S608 (constant table names)
+            "SELECT DISTINCT channel, %s::bytea, %s::timestamptz "
+            f'FROM "{GROUP_CHANNEL_TABLE}" WHERE group_key = %s'
+        )
+        expires = utc_now() + timedelta(seconds=self.expiry)
+        with connections[self.database_alias].cursor() as cursor:
+            cursor.execute(query, [self.serialize(message), expires, self._group_key(group)])
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         """Send ``message`` to every channel of ``group`` with one ``INSERT … SELECT``."""

@@ -1,8 +1,11 @@
-"""Live events leave only after the transaction that caused them commits."""
+"""Live events leave only with the transaction that caused them: stored on commit, gone on rollback."""
 
 from __future__ import annotations
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from channels_postgres.models import Message
 from django.db import transaction
 
 from apps.realtime import events
@@ -13,28 +16,49 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def sent(monkeypatch):
-    delivered: list[dict] = []
-    monkeypatch.setattr(events, "send_now", delivered.append)
-    return delivered
+def subscribe():
+    """A channel of this process subscribed to a tenant's topic; returns a reader of its messages."""
+    layer = get_channel_layer()
+
+    def make(tenant, topic):
+        channel = async_to_sync(layer.new_channel)()
+        async_to_sync(layer.group_add)(events.group_name(tenant.pk, topic), channel)
+
+        def read() -> list[dict]:
+            rows = Message.objects.filter(channel=channel).order_by("id").values_list("message", flat=True)
+            return [layer.deserialize(bytes(row)) for row in rows]
+
+        return read
+
+    return make
 
 
-def test_events_wait_for_commit(tenant_a, sent, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
-        services.agent_create(actor=Actor.system(tenant_a), key="evt", name="Evt")
-    types = [(e["topic"], e["type"]) for e in sent]
-    assert types == [("audit", "audit.event"), ("agents", "agent.created")]
-    event = events.public(sent[1])
+def test_a_change_publishes_its_events_with_the_documented_shape(tenant_a, subscribe):
+    audit, agents = subscribe(tenant_a, "audit"), subscribe(tenant_a, "agents")
+    services.agent_create(actor=Actor.system(tenant_a), key="evt", name="Evt")
+    [audit_message] = audit()
+    [agent_message] = agents()
+    assert audit_message["event"]["type"] == "audit.event"
+    event = events.public(agent_message["event"])
+    assert agent_message["type"] == "toolgate.event"
     assert set(event) == {"id", "type", "tenant", "topic", "data", "ts"}
-    assert event["tenant"] == tenant_a.slug
+    assert (event["tenant"], event["topic"], event["type"]) == (tenant_a.slug, "agents", "agent.created")
     assert event["data"]["key"] == "evt"
 
 
-def test_rolled_back_changes_send_nothing(tenant_a, sent, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True), pytest.raises(RuntimeError), transaction.atomic():
+def test_rolled_back_changes_publish_nothing(tenant_a, subscribe):
+    agents = subscribe(tenant_a, "agents")
+    with pytest.raises(RuntimeError), transaction.atomic():
         services.agent_create(actor=Actor.system(tenant_a), key="gone", name="Gone")
         raise RuntimeError("abort")
-    assert sent == []
+    assert agents() == []
+
+
+def test_other_tenants_and_topics_get_nothing(tenant_a, tenant_b, subscribe):
+    b_agents, a_members = subscribe(tenant_b, "agents"), subscribe(tenant_a, "members")
+    services.agent_create(actor=Actor.system(tenant_a), key="only-a", name="A")
+    assert b_agents() == []
+    assert a_members() == []
 
 
 def test_unknown_topics_are_a_programming_error(tenant_a):
