@@ -74,7 +74,10 @@ def _deliver_after_commit(group: str, message: dict[str, Any]) -> None:
         transaction.on_commit(lambda: _group_send(group, message))
         return
     try:
-        with transaction.atomic():  # a savepoint: a failed write must not abort the caller's transaction
+        if transaction.get_connection().in_atomic_block:
+            with transaction.atomic():  # a savepoint: a failed write must not abort the caller's transaction
+                layer.group_send_in_transaction(group, message)
+        else:  # autocommit: one statement, nothing to protect, no BEGIN/COMMIT round trips
             layer.group_send_in_transaction(group, message)
     except Exception:  # a lost live message must never break the change it reports
         logger.exception("could not queue live message %s for %s", message["type"], group)

@@ -25,7 +25,6 @@ from functools import cache
 from typing import Any
 
 import jsonschema
-from django.db import transaction
 
 from apps.audit import context as request_context
 from apps.audit.models import ToolCall
@@ -321,9 +320,10 @@ def _record(
         actor_id=actor.id,
         request_id=request_context.current().request_id,
     )
-    with transaction.atomic():
-        call.save(force_insert=True)
-        events.publish(tenant=actor.tenant, topic="tool_calls", type="tool_call", data=serialize(call))
+    # Two autocommit statements rather than one transaction: the record must land whatever happens to
+    # its live event, and a call's latency is mostly round trips to the database.
+    call.save(force_insert=True)
+    events.publish(tenant=actor.tenant, topic="tool_calls", type="tool_call", data=serialize(call))
 
 
 def serialize(call: ToolCall) -> dict[str, Any]:
