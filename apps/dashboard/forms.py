@@ -31,6 +31,25 @@ def add_service_error(form: forms.Form, exc: ServiceError) -> None:
         form.add_error(None, exc.message)
 
 
+def parse_json_object(raw: str | None, *, example: str) -> dict[str, Any]:
+    """A form field's JSON object text as a dict (blank is ``{}``), bounded in size, with the parser's
+    line and column in the error."""
+    text = (raw or "").strip()
+    if not text:
+        return {}
+    if len(text.encode()) > MAX_SETTINGS_BYTES:
+        raise forms.ValidationError(f"At most {MAX_SETTINGS_BYTES} bytes of JSON.")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise forms.ValidationError(
+            f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+        ) from None
+    if not isinstance(value, dict):
+        raise forms.ValidationError(f"Must be a JSON object, like {example}.")
+    return value
+
+
 class DashboardForm(forms.Form):
     """A form whose labels carry no trailing colon (the layout sets labels apart already)."""
 
@@ -55,20 +74,7 @@ class AgentForm(DashboardForm):
     )
 
     def clean_settings(self) -> dict[str, Any]:
-        raw = (self.cleaned_data.get("settings") or "").strip()
-        if not raw:
-            return {}
-        if len(raw.encode()) > MAX_SETTINGS_BYTES:
-            raise forms.ValidationError(f"At most {MAX_SETTINGS_BYTES} bytes of JSON.")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(
-                f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-            ) from None
-        if not isinstance(value, dict):
-            raise forms.ValidationError('Must be a JSON object, like {"temperature": 0.2}.')
-        return value
+        return parse_json_object(self.cleaned_data.get("settings"), example='{"temperature": 0.2}')
 
     def changes(self) -> dict[str, Any]:
         """The cleaned editable fields, as ``agent_update`` takes them."""
@@ -273,20 +279,7 @@ class RuntimeSettingsForm(DashboardForm):
         return [self[name] for name in self.fields if name not in self.ORIGIN_FIELDS and name != "tools"]
 
     def clean_tools(self) -> dict[str, Any]:
-        raw = (self.cleaned_data.get("tools") or "").strip()
-        if not raw:
-            return {}
-        if len(raw.encode()) > MAX_SETTINGS_BYTES:
-            raise forms.ValidationError(f"At most {MAX_SETTINGS_BYTES} bytes of JSON.")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(
-                f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-            ) from None
-        if not isinstance(value, dict):
-            raise forms.ValidationError('Must be a JSON object, like {"exec": {"timeout": 120}}.')
-        return value
+        return parse_json_object(self.cleaned_data.get("tools"), example='{"exec": {"timeout": 120}}')
 
     def settings_values(self) -> dict[str, Any]:
         """Every runtime key as the submitted form sets it (call after ``is_valid``)."""
