@@ -1,8 +1,8 @@
 """Runtime settings of a tenant, overlaid per agent: the defaults a new tenant gets, and validation.
 
 They live in ``Tenant.settings`` and ``Agent.settings`` under the keys below. An agent's value replaces
-the tenant's for that key (``tools`` is merged per tool: an agent's ``tools.exec`` replaces the
-tenant's ``tools.exec`` as a whole).
+the tenant's for that key, except ``tools``, which is merged key by key at every depth (an agent that
+allows one exec deny group keeps the tenant's choices for the others).
 """
 
 from __future__ import annotations
@@ -38,9 +38,21 @@ def effective(tenant_settings: Mapping[str, Any], agent_settings: Mapping[str, A
             if key not in layer:
                 continue
             if key == "tools":
-                result["tools"] = {**result["tools"], **copy.deepcopy(dict(layer["tools"]))}
+                result["tools"] = _merged(result["tools"], layer["tools"])
             else:
                 result[key] = copy.deepcopy(layer[key])
+    return result
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` on ``base``, objects merged key by key at every depth (an agent's
+    ``tools.exec.deny_groups.package_install`` changes that one group, not the tenant's others)."""
+    result = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(result.get(key), Mapping):
+            result[key] = _merged(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
     return result
 
 

@@ -32,3 +32,20 @@ def test_an_actor_cannot_mint_a_key_above_its_own_role(tenant_a):
         services.api_key_create(actor=admin, name="escalate", role="owner")
     assert refused.value.code == "role_too_high"
     assert refused.value.status == 403
+
+
+def test_agent_tool_settings_merge_into_the_tenants_key_by_key():
+    from apps.runtime.config import effective
+
+    tenant = {
+        "tools": {"exec": {"deny_groups": {"package_install": False}, "timeout_seconds": 30}},
+        "rate_limit_per_hour": 20,
+    }
+    agent = {"tools": {"exec": {"deny_groups": {"network_recon": False}}}, "rate_limit_per_hour": 5}
+    merged = effective(tenant, agent)
+    assert merged["tools"]["exec"] == {
+        "deny_groups": {"package_install": False, "network_recon": False},
+        "timeout_seconds": 30,
+    }
+    assert merged["rate_limit_per_hour"] == 5
+    assert tenant["tools"]["exec"]["deny_groups"] == {"package_install": False}  # inputs untouched
