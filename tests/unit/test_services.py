@@ -37,7 +37,7 @@ def test_an_actor_cannot_mint_a_key_above_its_own_role(tenant_a):
 def test_agent_tool_settings_merge_into_the_tenants_key_by_key():
     from apps.runtime.config import effective
 
-    tenant = {
+    tenant: dict = {
         "tools": {"exec": {"deny_groups": {"package_install": False}, "timeout_seconds": 30}},
         "rate_limit_per_hour": 20,
     }
