@@ -209,3 +209,10 @@ def test_viewers_cannot_execute(viewer_a, agent, tenant_a):
     response = viewer_a.post("/api/v1/runtime/execute", {"agent": "bot", "tool": "datetime"}, format="json")
     assert response.status_code == 403
     assert tenant_state(tenant_a) == before
+
+
+def test_an_omitted_context_means_the_serializers_defaults():
+    from apps.runtime.api.serializers import CallContextInput
+    from apps.runtime.api.views import DEFAULT_CONTEXT
+
+    assert CallContextInput(data={}).run_validation({}) == DEFAULT_CONTEXT

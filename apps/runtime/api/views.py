@@ -19,6 +19,19 @@ from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.roles import Role
 from apps.tools import presentation
 
+# What an omitted "context" means (the defaults of CallContextInput).
+DEFAULT_CONTEXT: dict[str, Any] = {
+    "session_key": "",
+    "user_id": "",
+    "channel": "",
+    "chat_id": "",
+    "peer_kind": "",
+    "provider": "",
+    "origin": "user",
+    "subagent_depth": 0,
+    "tool_allow": None,
+}
+
 
 class ExecuteView(TenantViewMixin, APIView):
     """Run one tool call for an agent. A tool's own failure is 200 with ``is_error: true``."""
@@ -31,7 +44,7 @@ class ExecuteView(TenantViewMixin, APIView):
         data.is_valid(raise_exception=True)
         body = data.validated_data
         agent = access_agent(actor=self.actor, key=body["agent"])
-        context = body.get("context") or s.CallContextInput(data={}).run_validation({})
+        context = body.get("context") or DEFAULT_CONTEXT
         tool_allow = context.get("tool_allow")
         outcome = pipeline.execute(
             actor=self.actor,
