@@ -34,7 +34,7 @@ from apps.runtime.context import CallContext
 from apps.runtime.registry import implementation
 from apps.runtime.results import ToolResult
 from apps.tenants.actors import Actor
-from apps.tenants.models import Agent
+from apps.tenants.models import Agent, Tenant
 from apps.tools.catalog import CATALOG, canonical
 from apps.tools.correction import correction
 from apps.tools.effective import effective_tools
@@ -73,10 +73,11 @@ class CallOutcome:
 
 
 def allowed_tools(
-    agent: Agent, *, subagent_depth: int = 0, tool_allow: tuple[str, ...] | None = None
+    agent: Agent, *, tenant: Tenant, subagent_depth: int = 0, tool_allow: tuple[str, ...] | None = None
 ) -> list[str]:
-    """The catalog names this agent may use now (sorted): what listing shows and execution enforces."""
-    settings = config.effective(agent.tenant.settings, agent.settings)
+    """The catalog names this agent of ``tenant`` may use now (sorted): what listing shows and execution
+    enforces."""
+    settings = config.effective(tenant.settings, agent.settings)
     return effective_tools(
         profile=settings["tool_profile"], subagent_depth=subagent_depth, tool_allow=tool_allow
     )
