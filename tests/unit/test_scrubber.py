@@ -1,8 +1,9 @@
 """The credential scrubber (apps/runtime/scrubber.py, SPEC B §7.1 with Part A's rules).
 
 Exact outputs for each pattern and for near-misses, registered values, server addresses, idempotence,
-and a comparison with a plain implementation (the ten patterns of the spec, written out here, as ten
-re.sub calls, repeated until nothing changes) on thousands of random mixes."""
+and a comparison with a plain implementation (registered values, Toolgate's patterns 11-13 and the ten
+patterns of the spec, written out here, as plain str.replace and re.sub calls, repeated until nothing
+changes) on thousands of random mixes."""
 
 from __future__ import annotations
 
@@ -38,11 +39,43 @@ SPEC_PATTERNS = [
 ]
 
 
-def reference_round(text: str, values: list[str], addresses: tuple[str, ...]) -> str:
-    for pattern in SPEC_PATTERNS:
-        text = pattern.sub(R, text)
+# Toolgate's additions (patterns 11-13 of the module docstring), copied likewise, applied before the ten.
+# Where a pattern has a "secret" group, only that group is replaced.
+EXTRA_PATTERNS = [
+    re.compile(
+        r"""(?P<q>["'])[A-Za-z0-9_.-]*?"""
+        r"(?:token|secret|password|passwd|api[_-]?key|private[_-]?key|secret[_-]?key|access[_-]?key"
+        r"|authorization|credentials?)"
+        r"""(?P=q)\s*:\s*(?P<v>["'])(?!\[REDACTED\](?P=v))(?P<secret>(?:(?!(?P=v))[^\\\n]|\\.)+)(?P=v)""",
+        re.ASCII | re.IGNORECASE,
+    ),
+    re.compile(
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
+        r"(?:[\s\S]{0,32768}?-----END[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|[A-Za-z0-9+/=\r\n\\_-]*)",
+        re.ASCII,
+    ),
+    re.compile(r"(?i)bearer[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)", re.ASCII),
+]
+
+
+def redact(m: re.Match[str]) -> str:
+    if "secret" not in m.re.groupindex:
+        return R
+    start, end = m.span("secret")
+    return m.string[m.start() : start] + R + m.string[end : m.end()]
+
+
+def replace_values(text: str, values: list[str]) -> str:
     for value in sorted(values, key=len, reverse=True):
         text = text.replace(value, R)
+    return text
+
+
+def reference_round(text: str, values: list[str], addresses: tuple[str, ...]) -> str:
+    text = replace_values(text, values)  # first, so that no pattern can take part of a secret
+    for pattern in (*EXTRA_PATTERNS, *SPEC_PATTERNS):
+        text = pattern.sub(redact, text)
+    text = replace_values(text, values)  # and after, as upstream
     for address in addresses:
         text = re.sub(rf"(?<![0-9A-Za-z]){re.escape(address)}(?![0-9A-Za-z])", IP, text)
     return text
@@ -155,6 +188,90 @@ NEAR_MISSES = [
 ]
 
 
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+B64 = "dGhpcyBpcyBhIHRva2Vu+/Zm9yIHRoZSBBUEk="
+# The second line would be pattern 7's ("KEY=…" up to the line break) if 12 did not come first.
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\nKEY=abcdefghijklmnop0123456789ABCDEFGHIJ\n"
+PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}-----END RSA PRIVATE KEY-----"
+
+# Toolgate's patterns 11-13 (not in the spec): (input, exact output).
+EXTRA_POSITIVES = [
+    # 13 bearer tokens: "Bearer " stays, the token goes (today pattern 5 cannot take them: "Bearer" is
+    # followed by a space, and as the value of "Authorization:" it is 6 characters, not 8)
+    (f"Authorization: Bearer {JWT}\r\n", f"Authorization: Bearer {R}\r\n"),
+    (
+        f"curl -H 'Authorization: Bearer {B64}' https://api",
+        f"curl -H 'Authorization: Bearer {R}' https://api",
+    ),
+    ("> authorization: bearer " + "Q7w9Zr2Lp4Xy8Vb6Nm3K", f"> authorization: bearer {R}"),
+    (f"BEARER\t{OPENAI}", f"BEARER\t{R}"),
+    ("Bearer " + "ya29.a0AfH6SMBx-3Gq_tokentokentoken~x", f"Bearer {R}"),
+    # 11 quoted keys: the value goes, the key and quotes stay
+    ('{"token": "abc", "id": 1}', f'{{"token": "{R}", "id": 1}}'),
+    ("{'api_key': 'abc\\'d', 'apikey':'x'}", f"{{'api_key': '{R}', 'apikey':'{R}'}}"),
+    ('"password":"hunter2"', f'"password":"{R}"'),
+    (
+        '"client_secret" : "s3cr3t",\n"access_token": "at", "refresh_token": "rt"',
+        f'"client_secret" : "{R}",\n"access_token": "{R}", "refresh_token": "{R}"',
+    ),
+    (
+        '{"X-Auth-Token": "t0k", "accessToken": "t1k", "AWS_SECRET_ACCESS_KEY": "k", "passwd": "p"}',
+        f'{{"X-Auth-Token": "{R}", "accessToken": "{R}", "AWS_SECRET_ACCESS_KEY": "{R}", "passwd": "{R}"}}',
+    ),
+    (
+        '"credentials": "user:pw", "Authorization": "Basic dXNlcjpwdw=="',
+        f'"credentials": "{R}", "Authorization": "{R}"',
+    ),
+    ('"token": "with \\"escaped\\" quotes"', f'"token": "{R}"'),
+    ('token: "abcdefgh"', R),  # unquoted key: pattern 5, key and all, as before
+    # 12 private keys, markers included; in a JSON string the escaped line breaks go too
+    (f"key:\n{PEM}\nok", f"key:\n{R}\nok"),
+    ('{"private_key": "' + PEM.replace("\n", "\\n") + '\\n", "n": 1}', f'{{"private_key": "{R}", "n": 1}}'),
+    ('{"pem": "' + PEM.replace("\n", "\\n") + '"}', f'{{"pem": "{R}"}}'),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----", R),
+    ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----\n", f"{R}\n"),
+    ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN\nBgkqhkiG9w0B\n(output truncated)", f"{R}(output truncated)"),
+]
+
+# Near-misses for 11-13: left exactly as they are.
+EXTRA_NEAR_MISSES = [
+    "the bearer of this letter is a friend; bearer bonds",
+    'headers = {"Authorization": f"Bearer {token}"}',
+    'auth = "Bearer " + token',
+    "Authorization: Bearer $TOKEN",
+    "Bearer " + "a" * 19,
+    '{"token_count": 12, "max_tokens": 4096, "tokenizer": "cl100k", "token_type": "Bearer"}',
+    '{"password_policy": "strong", "secret_ref": null, "public_key": "ssh-ed25519 AAAA", "sort_key": "name"}',
+    '{"token": "", "password": null, "api_key": 42, "credentials": {"user": "u"}}',
+    "'token' is a word; \"secret\" too",
+    "token = get()",
+    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE\n-----END CERTIFICATE-----",
+    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), EXTRA_POSITIVES)
+def test_toolgate_patterns_with_exact_output(text: str, expected: str) -> None:
+    assert Scrubber().scrub(text) == expected
+    assert reference(text) == expected
+
+
+@pytest.mark.parametrize("text", EXTRA_NEAR_MISSES)
+def test_toolgate_near_misses_are_left_intact(text: str) -> None:
+    assert Scrubber().scrub(text) == text
+    assert reference(text) == text
+
+
+def test_code_assigning_a_token_is_still_pattern_5s() -> None:
+    # The new patterns leave "token = get_token()" alone; the spec's pattern 5 (\S{8,} after "token =")
+    # has always taken it, and Toolgate keeps every upstream redaction.
+    assert Scrubber().scrub("token = get_token()") == R
+    assert Scrubber().scrub("token = get()") == "token = get()"
+
+
 @pytest.mark.parametrize(("text", "expected"), POSITIVES)
 def test_each_pattern_with_exact_output(text: str, expected: str) -> None:
     assert Scrubber().scrub(text) == expected
@@ -205,6 +322,45 @@ def test_registered_values_are_redacted_everywhere() -> None:
     s.register("p@ss w0rd!")
     assert s.scrub("login hunter2hunter2 ok, x=p@ss w0rd!;") == f"login {R} ok, x={R};"
     assert s.scrub("inside-a-wordhunter2hunter2suffix") == f"inside-a-word{R}suffix"
+
+
+# Secrets shaped so that a pattern matches part of them: with the values replaced only after the
+# patterns (upstream's order), that part became [REDACTED] and the rest stayed in the output.
+SPLIT_SECRETS = [  # (secret, what upstream's order leaves of it)
+    ("tenant-sk-" + "Q7w9Zr2Lp4" * 3 + "-tail", f"tenant-{R}-tail"),  # pattern 1 inside
+    ("pre.AKIA" + "ABCDEFGHIJKLMNOP" + ".post", f"pre.{R}.post"),  # pattern 4
+    ("zz" + HEX64 + "zz", f"zz{R}zz"),  # pattern 10
+    ("p@ss token=abcdefghij rest", f"p@ss {R} rest"),  # pattern 5, up to the space
+    ("pw/postgres://u@h/db x", f"pw/{R} x"),  # pattern 6
+    ("x y Bearer " + "k" * 24 + " z", f"x y Bearer {R} z"),  # pattern 13
+]
+
+
+@pytest.mark.parametrize(("secret", "upstream_leaves"), SPLIT_SECRETS)
+def test_no_fragment_of_a_registered_secret_survives(secret: str, upstream_leaves: str) -> None:
+    text = f"login {secret} ok\n{secret}"
+    expected = f"login {R} ok\n{R}"
+    assert Scrubber([secret]).scrub(text) == expected
+    assert reference(text, [secret]) == expected
+    # Patterns first and values after, as upstream: part of the secret stays in the output.
+    upstream = text
+    for pattern in (*EXTRA_PATTERNS, *SPEC_PATTERNS):
+        upstream = pattern.sub(redact, upstream)
+    assert replace_values(upstream, [secret]) == f"login {upstream_leaves} ok\n{upstream_leaves}"
+
+
+def test_patterns_that_consume_placeholders_see_them() -> None:
+    # 5 and 6 take a placeholder left by an earlier pattern; 11 and 12 one left by a registered value.
+    s = Scrubber(["hunter2hunter2"])
+    cases = [
+        (f"token: {OPENAI} next", f"{R} next"),  # 1, then 5 over its placeholder
+        ("redis://token=abcdefghij rest", f"{R} rest"),  # 5, then 6 over its placeholder
+        ('{"password": "x hunter2hunter2 y"}', f'{{"password": "{R}"}}'),  # value, then 11
+        (f"-----BEGIN PRIVATE KEY-----\nhunter2hunter2\n{PEM_BODY}-----END PRIVATE KEY-----", R),
+    ]
+    for text, expected in cases:
+        assert s.scrub(text) == expected
+        assert reference(text, s.values) == expected
 
 
 def test_short_values_are_ignored_and_duplicates_kept_once() -> None:
@@ -327,6 +483,12 @@ FRAGMENTS = [
     *("abcdefghij", "ABCDEFGHIJKLMNOP", "0123456789", "deadbeef" * 3, "a" * 64, "f" * 30, "abcd", "x"),
     *("é", "—", "密", "\u212a", "summit", "hello world", "-", ".", "/"),
     *("hunter2x", "ab12cd", "10.0.0.5", "167772165", "10-0-0-5", "1.2.3.4", "9"),
+    # patterns 11-13 and what is near them
+    *('"token"', "'api_key'", '"client_secret"', '"token_count"', "'Password'", '": "', "':'", '"', ","),
+    *("Bearer ", "bearer\t", "BEARER", JWT, B64, "=", "+/", "\\", "\\n", '\\"', "{"),
+    *("-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----"),
+    *("-----END PRIVATE KEY-----", "-----BEGIN CERTIFICATE-----", "MIIEvQIBADAN\n", "-----"),
+    "q-sk-" + "Abc123" * 4 + "-q",  # a registered value that pattern 1 would otherwise split
 ]
 # Templates where one upstream round is not enough (a placeholder lands in pattern 5's or 6's value).
 TWO_ROUND_SEEDS = [
@@ -336,6 +498,8 @@ TWO_ROUND_SEEDS = [
     "password: 1.2.3.4",
     "Bearer:x" + HEX64,
     "token: token: abcdefghij",
+    '"token": "secret:\n abcdefgh more"',  # 11 fails (a line break), 5 matches, then 11 does
+    "'secret' : 'password: ab12cd'",
 ]
 
 
@@ -350,7 +514,7 @@ def random_texts(seed: int, count: int) -> Iterator[str]:
 
 @override_settings(TOOLGATE_SERVER_ADDRESSES=["10.0.0.5", "1.2.3.4"])
 def test_same_result_as_the_plain_implementation() -> None:
-    values = ["hunter2x", "ab12cd", "x y z w"]
+    values = ["hunter2x", "ab12cd", "x y z w", "q-sk-" + "Abc123" * 4 + "-q"]
     s = Scrubber(values)
     addresses = server_addresses()
     multi_round = 0
