@@ -142,7 +142,19 @@ class TenantSwitchForm(DashboardForm):
     tenant_id = forms.UUIDField()
 
 
-class AuditFilterForm(DashboardForm):
+class FilterForm(DashboardForm):
+    """A GET form of list filters."""
+
+    def filters(self) -> dict[str, Any]:
+        """The valid, non-empty filters (invalid ones are reported on the form and left out)."""
+        if not self.is_bound:
+            return {}
+        self.is_valid()
+        cleaned = getattr(self, "cleaned_data", {})
+        return {name: value for name, value in cleaned.items() if value not in (None, "")}
+
+
+class AuditFilterForm(FilterForm):
     verb = forms.CharField(
         max_length=100, required=False, help_text="Exact, or a prefix ending in '.' or '*'."
     )
@@ -155,16 +167,8 @@ class AuditFilterForm(DashboardForm):
     since = forms.DateTimeField(required=False, label="Since (UTC)", widget=DATETIME_INPUT)
     until = forms.DateTimeField(required=False, label="Until (UTC)", widget=DATETIME_INPUT)
 
-    def filters(self) -> dict[str, Any]:
-        """The valid, non-empty filters (invalid ones are reported on the form and left out)."""
-        if not self.is_bound:
-            return {}
-        self.is_valid()
-        cleaned = getattr(self, "cleaned_data", {})
-        return {name: value for name, value in cleaned.items() if value not in (None, "")}
 
-
-class ToolCallFilterForm(DashboardForm):
+class ToolCallFilterForm(FilterForm):
     agent = forms.CharField(max_length=64, required=False, help_text="Agent key, exact.")
     tool = forms.CharField(max_length=200, required=False, help_text="The name as called, exact.")
     decision = forms.ChoiceField(choices=[("", "Any"), *ToolCall.Decision.choices], required=False)
@@ -172,14 +176,6 @@ class ToolCallFilterForm(DashboardForm):
     session_key = forms.CharField(max_length=200, required=False, label="Session key")
     since = forms.DateTimeField(required=False, label="Since (UTC)", widget=DATETIME_INPUT)
     until = forms.DateTimeField(required=False, label="Until (UTC)", widget=DATETIME_INPUT)
-
-    def filters(self) -> dict[str, Any]:
-        """The valid, non-empty filters (invalid ones are reported on the form and left out)."""
-        if not self.is_bound:
-            return {}
-        self.is_valid()
-        cleaned = getattr(self, "cleaned_data", {})
-        return {name: value for name, value in cleaned.items() if value not in (None, "")}
 
 
 def _tool_choices() -> list[tuple[str, list[tuple[str, str]]]]:
