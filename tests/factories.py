@@ -36,3 +36,19 @@ def key_client(raw: str) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     return client
+
+
+def call_context(tenant: Tenant, agent, workspace, *, tool_settings=None):  # type: ignore[no-untyped-def]
+    """A tool's CallContext as the pipeline builds it, on a given workspace (for calling tools directly)."""
+    from apps.runtime.context import CallContext
+    from apps.runtime.scrubber import Scrubber
+
+    return CallContext(
+        tenant=tenant,
+        agent=agent,
+        actor=Actor.system(tenant),
+        call_id="call-1",
+        workspace=workspace,
+        scrubber=Scrubber(),
+        tool_settings=tool_settings or {},
+    )

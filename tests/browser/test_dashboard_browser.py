@@ -8,13 +8,12 @@ database after it has closed.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Page, WebSocketRoute, expect, sync_playwright
+from playwright.sync_api import WebSocketRoute, expect, sync_playwright
 
 from apps.audit.models import AuditEvent
 from apps.tenants import services
@@ -22,25 +21,12 @@ from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, ApiKey
 from apps.tenants.roles import Role
 from tests import factories
+from tests.browser.browser import CHROMIUM, CHROMIUM_ARGS, log_in, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-SCREENSHOTS = Path(os.environ.get("DASHBOARD_SCREENSHOT_DIR", "/tmp"))
 XSS_NAME = '<img src=x onerror="window.__xss=1">'
 RAW_KEY = re.compile(r"tgk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{43}")
-
-
-def shot(page: Page, name: str) -> None:
-    page.screenshot(path=str(SCREENSHOTS / f"dashboard-{name}.png"), full_page=True)
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium (apt-get install chromium)")
@@ -169,14 +155,6 @@ def test_owner_manages_agents_and_keys_and_sees_audit_events_live(live):
     assert raw.startswith(f"tgk_{key.prefix}_")
     assert AuditEvent.objects.for_tenant(tenant).filter(verb="agent.created").count() == 2
     assert not Agent.objects.for_tenant(other_tenant).exists()
-
-
-def log_in(page: Page, base: str, email: str) -> None:
-    page.goto("/login/")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(factories.PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{base}/")
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium (apt-get install chromium)")

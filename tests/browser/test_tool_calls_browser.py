@@ -6,45 +6,23 @@ checked in the database after it has closed (no ORM calls while Playwright's loo
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 from apps.audit.models import ToolCall
 from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories
+from tests.browser.browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, log_in, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-SCREENSHOTS = Path(os.environ.get("DASHBOARD_SCREENSHOT_DIR", "/tmp"))
 XSS_TOOL = '<img src=x onerror="window.__xss=1">'
-
-
-def shot(page: Page, name: str) -> None:
-    page.screenshot(path=str(SCREENSHOTS / f"dashboard-{name}.png"), full_page=True)
-
-
-def log_in(page: Page, base: str, email: str) -> None:
-    page.goto("/login/")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(factories.PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{base}/")
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium (apt-get install chromium)")

@@ -13,11 +13,11 @@ import pytest
 from apps.runtime import registry
 from apps.runtime.context import CallContext
 from apps.runtime.results import ToolResult
-from apps.runtime.scrubber import Scrubber
 from apps.runtime.shell_deny import DENY_GROUP_NAMES
 from apps.runtime.tools import exec as exec_tool
 from apps.tenants import services
 from apps.tenants.actors import Actor
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -37,15 +37,7 @@ def make_ctx(tenant_a, ws):
     agent = services.agent_create(actor=Actor.system(tenant_a), key="exec-agent", name="Exec agent")
 
     def make(exec_settings=None) -> CallContext:
-        return CallContext(
-            tenant=tenant_a,
-            agent=agent,
-            actor=Actor.system(tenant_a),
-            call_id="call-1",
-            workspace=ws,
-            scrubber=Scrubber(),
-            tool_settings={"exec": exec_settings or {}},
-        )
+        return factories.call_context(tenant_a, agent, ws, tool_settings={"exec": exec_settings or {}})
 
     return make
 

@@ -14,19 +14,9 @@ from apps.runtime.results import ToolResult
 from apps.runtime.tools import fs
 from apps.tenants import services
 from apps.tenants.actors import Actor
+from tests import factories
 
 pytestmark = pytest.mark.django_db
-
-try:  # the real scrubber when it exists; the tools only need .register()
-    from apps.runtime.scrubber import Scrubber as _Scrubber
-except ImportError:  # pragma: no cover - depends on what else is merged
-
-    class _Scrubber:  # type: ignore[no-redef]
-        def __init__(self) -> None:
-            self.values: list[str] = []
-
-        def register(self, *values: str) -> None:
-            self.values.extend(values)
 
 
 @pytest.fixture
@@ -43,15 +33,7 @@ def make_ctx(tenant_a, ws):
     agent = services.agent_create(actor=Actor.system(tenant_a), key="fs-agent", name="FS agent")
 
     def make(tool_settings=None) -> CallContext:
-        return CallContext(
-            tenant=tenant_a,
-            agent=agent,
-            actor=Actor.system(tenant_a),
-            call_id="call-1",
-            workspace=ws,
-            scrubber=_Scrubber(),
-            tool_settings=tool_settings or {},
-        )
+        return factories.call_context(tenant_a, agent, ws, tool_settings=tool_settings)
 
     return make
 
