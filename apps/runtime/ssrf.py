@@ -541,6 +541,14 @@ class _AsyncStream(httpx.AsyncByteStream):
             await aclose()
 
 
+# The same limits for the sync and the async transport.
+_POOL_LIMITS: dict[str, Any] = {
+    "max_connections": 20,
+    "max_keepalive_connections": 10,
+    "keepalive_expiry": 5.0,
+}
+
+
 def _ssl_context(verify: ssl.SSLContext | bool) -> ssl.SSLContext:
     # trust_env=False: SSL_CERT_FILE and friends must not change whom we trust behind our back.
     return httpx.create_ssl_context(verify=verify, trust_env=False)
@@ -552,11 +560,7 @@ class GuardedTransport(httpx.BaseTransport):
     def __init__(self, policy: AddressPolicy, *, verify: ssl.SSLContext | bool = True) -> None:
         self.policy = policy
         self._pool = httpcore.ConnectionPool(
-            ssl_context=_ssl_context(verify),
-            max_connections=20,
-            max_keepalive_connections=10,
-            keepalive_expiry=5.0,
-            network_backend=GuardedNetworkBackend(policy),
+            ssl_context=_ssl_context(verify), network_backend=GuardedNetworkBackend(policy), **_POOL_LIMITS
         )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -590,10 +594,8 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
         self.policy = policy
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=_ssl_context(verify),
-            max_connections=20,
-            max_keepalive_connections=10,
-            keepalive_expiry=5.0,
             network_backend=AsyncGuardedNetworkBackend(policy),
+            **_POOL_LIMITS,
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
