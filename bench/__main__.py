@@ -129,8 +129,9 @@ def main() -> int:
     )
     print(_table(results))
     print(
-        f"\nNew database connection: {connect:.2f} ms (median). Under daphne with DATABASE_CONN_MAX_AGE=0 "
-        "(the default) every request that touches the database pays this on top of the figures above."
+        f"\nGetting a database connection: {connect:.2f} ms (median; "
+        f"{'from the pool' if settings.DATABASES['default']['OPTIONS'].get('pool') else 'a new one'}). "
+        "Under daphne every request that touches the database pays this on top of the figures above."
     )
     if http_table is not None:
         print("\nExecute over HTTP (bench.http_execute):\n")

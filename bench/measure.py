@@ -95,8 +95,9 @@ def run(client: Client, endpoint: Endpoint, *, seconds: float) -> Result:
 
 
 def connect_ms(samples: int = 30) -> float:
-    """Median time to open a new database connection (paid per request under daphne when
-    ``CONN_MAX_AGE=0``, which the in-process client never pays)."""
+    """Median time for a request to get its database connection: taken from the process's pool
+    (``DATABASE_POOL_MAX_SIZE``, the default), else opened anew. Paid by every request under daphne,
+    which closes (returns) the connection after each one; the in-process client keeps its own."""
     times = []
     for _ in range(samples):
         connection.close()

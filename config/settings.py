@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,27 @@ _db["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 0)
 _db["CONN_HEALTH_CHECKS"] = True
 _db["ATOMIC_REQUESTS"] = False
 _db.setdefault("OPTIONS", {})
+# A connection pool per process (psycopg_pool through Django): a request borrows a connection that is
+# already open and whose server process has the catalog cached, instead of opening one (about 3 ms,
+# then 0.5-1 ms more for each table a fresh backend touches first). Not in `qcluster`: it forks its
+# workers, and a pool's open sockets and threads must not cross a fork (the workers open plain
+# connections). Persistent connections (DATABASE_CONN_MAX_AGE) are the alternative, not an addition.
+DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 10)
+_FORKING_COMMAND = len(sys.argv) > 1 and sys.argv[1] == "qcluster"
+if DATABASE_POOL_MAX_SIZE > 0 and not _FORKING_COMMAND:
+    if _db["CONN_MAX_AGE"]:
+        raise ImproperlyConfigured(
+            "DATABASE_CONN_MAX_AGE needs DATABASE_POOL_MAX_SIZE=0: a pool and persistent connections exclude "
+            "each other"
+        )
+    _db["OPTIONS"] = {
+        **dict(_db["OPTIONS"]),  # type: ignore[call-overload]  # dj_database_url's TypedDict
+        "pool": {
+            "min_size": 1,
+            "max_size": DATABASE_POOL_MAX_SIZE,
+            "timeout": env_int("DATABASE_POOL_TIMEOUT", 10),
+        },
+    }
 DATABASES: dict[str, dict[str, Any]] = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

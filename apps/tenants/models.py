@@ -34,6 +34,11 @@ class Tenant(models.Model):
     name = models.CharField(max_length=200)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
     settings = models.JSONField(default=dict, blank=True, validators=[validate_settings_object])
+    # Raised, in the same transaction, by every change to what decides an agent's tools (agents, and the
+    # rows later layers add: policies, grants, custom tools). A request reads it with its tenant
+    # (authentication does), so a cache keyed by it serves exactly what the database held then, in
+    # every process, with no extra query and nothing to invalidate (``config_changed``).
+    config_version = models.BigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from apps.audit.services import record
@@ -33,6 +34,13 @@ def _user_by_email(email: str) -> User | None:
 
 
 # --- tenants ----------------------------------------------------------------------------------------
+
+
+def config_changed(tenant: Tenant) -> None:
+    """Raise the tenant's ``config_version``: call it inside the transaction of every change to what
+    decides an agent's tools, so that caches keyed by the version (``access.runtime_agent``) stop
+    serving what came before, in every process, from the moment the change commits."""
+    Tenant.objects.filter(pk=tenant.pk).update(config_version=F("config_version") + 1)
 
 
 @transaction.atomic
@@ -243,6 +251,7 @@ def agent_create(
         settings=settings or {},
     )
     _save_agent(agent)
+    config_changed(actor.tenant)
     data = agent_data(agent)
     record(actor=actor, verb="agent.created", target_type="agent", target_id=str(agent.pk), data=data)
     events.publish(tenant=actor.tenant, topic="agents", type="agent.created", data=data)
@@ -263,6 +272,7 @@ def agent_update(*, actor: Actor, agent: Agent, changes: dict[str, Any]) -> Agen
     for field in fields:
         setattr(agent, field, changes[field])
     _save_agent(agent, update_fields=[*fields, "updated_at"])
+    config_changed(actor.tenant)
     after = agent_data(agent)
     diff = {f: {"from": before[f], "to": after[f]} for f in fields}
     record(
@@ -280,6 +290,7 @@ def agent_update(*, actor: Actor, agent: Agent, changes: dict[str, Any]) -> Agen
 def agent_delete(*, actor: Actor, agent: Agent) -> None:
     data = agent_data(agent)
     Agent.objects.for_tenant(actor.tenant).filter(pk=agent.pk).delete()
+    config_changed(actor.tenant)
     record(actor=actor, verb="agent.deleted", target_type="agent", target_id=data["id"], data=data)
     events.publish(
         tenant=actor.tenant, topic="agents", type="agent.deleted", data={"id": data["id"], "key": data["key"]}
@@ -406,6 +417,8 @@ def tenant_update(*, actor: Actor, changes: dict[str, Any]) -> Tenant:
     if (before_name, before_settings) == (tenant.name, tenant.settings):
         return tenant
     tenant.save(update_fields=["name", "settings", "updated_at"])
+    if before_settings != tenant.settings:
+        config_changed(tenant)
     diff: dict[str, Any] = {}
     if before_name != tenant.name:
         diff["name"] = {"from": before_name, "to": tenant.name}

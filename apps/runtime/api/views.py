@@ -13,7 +13,7 @@ from apps.audit.models import ToolCall
 from apps.runtime import pipeline
 from apps.runtime.api import serializers as s
 from apps.runtime.selectors import tool_call_list
-from apps.tenants.access import access_agent
+from apps.tenants.access import runtime_agent
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.roles import Role
@@ -43,7 +43,7 @@ class ExecuteView(TenantViewMixin, APIView):
         data = s.ExecuteInput(data=request.data)
         data.is_valid(raise_exception=True)
         body = data.validated_data
-        agent = access_agent(actor=self.actor, key=body["agent"])
+        agent = runtime_agent(actor=self.actor, key=body["agent"])
         context = body.get("context") or DEFAULT_CONTEXT
         tool_allow = context.get("tool_allow")
         outcome = pipeline.execute(
@@ -95,7 +95,7 @@ class AgentToolsView(TenantViewMixin, APIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, key: str) -> Response:
-        agent = access_agent(actor=self.actor, key=key)
+        agent = runtime_agent(actor=self.actor, key=key)
         query = s.ToolsQueryInput(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         params: dict[str, Any] = query.validated_data
