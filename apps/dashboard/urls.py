@@ -1,5 +1,6 @@
 from django.urls import path
 
+from apps.dashboard import urls_approvals, urls_policy
 from apps.dashboard.views import agents, api_keys, audit, auth, home, members, runtime, tool_calls, tools
 
 app_name = "dashboard"
@@ -25,4 +26,6 @@ urlpatterns = [
     path("members/<uuid:id>/role/", members.member_role, name="member_role"),
     path("members/<uuid:id>/remove/", members.member_remove, name="member_remove"),
     path("audit/", audit.audit_log, name="audit"),
+    *urls_policy.urlpatterns,
+    *urls_approvals.urlpatterns,
 ]

@@ -31,6 +31,8 @@ TOPICS: dict[str, str] = {
     "api_keys": Role.ADMIN,
     "members": Role.VIEWER,
     "tool_calls": Role.MEMBER,
+    "policy": Role.VIEWER,
+    "approvals": Role.ADMIN,
 }
 
 

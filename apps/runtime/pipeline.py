@@ -28,6 +28,8 @@ import jsonschema
 
 from apps.audit import context as request_context
 from apps.audit.models import ToolCall
+from apps.policy import engine
+from apps.policy.engine import CallScope, Resolved
 from apps.realtime import events
 from apps.runtime import config, strap
 from apps.runtime.context import CallContext
@@ -37,7 +39,6 @@ from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.tools.catalog import CATALOG, canonical
 from apps.tools.correction import correction
-from apps.tools.effective import effective_tools
 
 logger = logging.getLogger(__name__)
 Decision = ToolCall.Decision
@@ -73,14 +74,22 @@ class CallOutcome:
 
 
 def allowed_tools(
-    agent: Agent, *, tenant: Tenant, subagent_depth: int = 0, tool_allow: tuple[str, ...] | None = None
+    agent: Agent,
+    *,
+    tenant: Tenant,
+    provider: str = "",
+    user_id: str = "",
+    channel: str = "",
+    chat_id: str = "",
+    subagent_depth: int = 0,
+    tool_allow: tuple[str, ...] | None = None,
 ) -> list[str]:
-    """The catalog names this agent of ``tenant`` may use now (sorted): what listing shows and execution
-    enforces."""
-    settings = config.effective(tenant.settings, agent.settings)
-    return effective_tools(
-        profile=settings["tool_profile"], subagent_depth=subagent_depth, tool_allow=tool_allow
+    """The tool names this agent of ``tenant`` may use now (sorted): what listing shows and execution
+    enforces (both go through ``policy.engine.resolve``)."""
+    scope = CallScope(
+        provider=provider, user_id=user_id, channel=channel, chat_id=chat_id, subagent_depth=subagent_depth
     )
+    return engine.resolve(tenant, agent, scope).allowed(tool_allow)
 
 
 @cache
@@ -147,15 +156,24 @@ def execute(*, actor: Actor, request: CallRequest) -> CallOutcome:
     agent = request.agent
     tenant = actor.tenant
     settings = config.effective(tenant.settings, agent.settings)
-    allowed = effective_tools(
-        profile=settings["tool_profile"], subagent_depth=request.subagent_depth, tool_allow=request.tool_allow
+    policy = engine.resolve(
+        tenant,
+        agent,
+        CallScope(
+            provider=request.provider,
+            user_id=request.user_id,
+            channel=request.channel,
+            chat_id=request.chat_id,
+            subagent_depth=request.subagent_depth,
+        ),
     )
+    allowed = policy.allowed(request.tool_allow)
     scrubber = Scrubber()
     name, args = request.tool, request.args
     resolved = ""
 
     def finish(decision: str, result: ToolResult) -> CallOutcome:
-        if settings["scrub_credentials"]:
+        if policy.scrub_credentials:
             result.for_llm = scrubber.scrub(result.for_llm)
             result.for_user = scrubber.scrub(result.for_user or "")
         duration_ms = round((time.perf_counter() - started) * 1000, 3)
@@ -169,7 +187,7 @@ def execute(*, actor: Actor, request: CallRequest) -> CallOutcome:
             decision=decision,
             result=result,
             duration_ms=duration_ms,
-            scrub=scrubber.scrub if settings["scrub_credentials"] else (lambda s: s),
+            scrub=scrubber.scrub if policy.scrub_credentials else (lambda s: s),
         )
         return CallOutcome(
             call_id=call_id, result=result, decision=decision, resolved_tool=resolved, duration_ms=duration_ms
@@ -192,17 +210,18 @@ def execute(*, actor: Actor, request: CallRequest) -> CallOutcome:
         return finish(Decision.DENIED, ToolResult.error(f"tool not allowed by policy: {name}"))
 
     # 3. origin restrictions, then approvals
-    origin_denied = settings["origin_deny"].get(request.origin, [])
-    if tool_name in origin_denied:
+    if tool_name in policy.origin_deny.get(request.origin, ()):
         return finish(
             Decision.ORIGIN_DENIED,
             ToolResult.error(f"tool {tool_name} is not allowed for calls of origin {request.origin!r}"),
         )
-    refusal = _approval(actor=actor, request=request, tool=tool_name, args=args, settings=settings)
+    refusal = _approval(actor=actor, request=request, tool=tool_name, args=args, policy=policy)
     if refusal is not None:
         return finish(Decision.APPROVAL_DENIED, ToolResult.error(refusal))
 
-    ctx = _context(actor=actor, request=request, call_id=call_id, scrubber=scrubber, settings=settings)
+    ctx = _context(
+        actor=actor, request=request, call_id=call_id, scrubber=scrubber, settings=settings, policy=policy
+    )
 
     # 4. safeguard
     blocked = _safeguard(tool_name, args, ctx)
@@ -212,7 +231,9 @@ def execute(*, actor: Actor, request: CallRequest) -> CallOutcome:
     # 5. rate limit
     from apps.runtime.ratelimit import check_rate_limit
 
-    limited = check_rate_limit(tenant=tenant, session_key=request.session_key)
+    limited = check_rate_limit(
+        tenant=tenant, session_key=request.session_key, per_hour=policy.rate_limit_per_hour
+    )
     if limited is not None:
         return finish(Decision.RATE_LIMITED, ToolResult.error(limited))
 
@@ -241,20 +262,25 @@ def execute(*, actor: Actor, request: CallRequest) -> CallOutcome:
 
 
 def _approval(
-    *, actor: Actor, request: CallRequest, tool: str, args: dict[str, Any], settings: Mapping[str, Any]
+    *, actor: Actor, request: CallRequest, tool: str, args: dict[str, Any], policy: Resolved
 ) -> str | None:
     """The approval hook: None to go on, or why the call was refused.
 
     With the default settings (security ``full``, ask ``off``) everything that passed the policy runs;
     the exec-approval workflow (levels, ask modes, a human's decision) replaces this function."""
-    approvals = settings["exec_approvals"]
-    if tool == "exec" and approvals.get("security") == "deny" and request.origin != "system":
+    if tool == "exec" and policy.exec_security == "deny" and request.origin != "system":
         return "exec is denied by this tenant's approval settings (security: deny)"
     return None
 
 
 def _context(
-    *, actor: Actor, request: CallRequest, call_id: str, scrubber: Any, settings: Mapping[str, Any]
+    *,
+    actor: Actor,
+    request: CallRequest,
+    call_id: str,
+    scrubber: Any,
+    settings: Mapping[str, Any],
+    policy: Resolved,
 ) -> CallContext:
     from apps.runtime.workspace import workspace_for
 
@@ -275,8 +301,16 @@ def _context(
         provider=request.provider,
         subagent_depth=request.subagent_depth,
         tool_allow=request.tool_allow,
-        tool_settings=settings["tools"],
+        tool_settings=_tool_settings(settings["tools"], policy),
     )
+
+
+def _tool_settings(tools: Mapping[str, Any], policy: Resolved) -> dict[str, Any]:
+    """Per-tool settings as the tools read them, with the exec deny-group overrides the policy
+    resolved (tenant, then agent)."""
+    result = dict(tools)
+    result["exec"] = {**dict(tools.get("exec") or {}), "deny_groups": dict(policy.shell_deny_groups)}
+    return result
 
 
 def _record(

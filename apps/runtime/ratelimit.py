@@ -93,12 +93,15 @@ def limit_for(tenant: Tenant) -> int | None:
     return limit if limit > 0 else None
 
 
-def check_rate_limit(*, tenant: Tenant, session_key: str, now: float | None = None) -> str | None:
+def check_rate_limit(
+    *, tenant: Tenant, session_key: str, now: float | None = None, per_hour: int | None = None
+) -> str | None:
     """Record a call of ``session_key`` in ``tenant`` and return None, or return the refusal message
-    (the call is then not recorded). Without a session key or a limit, always None."""
+    (the call is then not recorded). Without a session key or a limit, always None. ``per_hour``: the
+    limit the policy resolved (0: none); without it, the tenant's setting."""
     if not session_key:
         return None
-    limit = limit_for(tenant)
+    limit = limit_for(tenant) if per_hour is None else (per_hour if per_hour > 0 else None)
     if limit is None:
         return None
     now = time.time() if now is None else now

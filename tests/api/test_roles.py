@@ -11,6 +11,7 @@ from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import RANK, Role
 from tests import factories
+from tests.api import roles_approvals, roles_policy
 from tests.api.tenant_state import tenant_state
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +26,13 @@ def _targets(tenant: Tenant) -> dict[str, str]:
     membership = services.membership_create(
         actor=system, email="target@a.test", role=Role.VIEWER, password=factories.PASSWORD
     )
-    return {"agent": agent.key, "key": str(key.pk), "membership": str(membership.pk)}
+    return {
+        "agent": agent.key,
+        "key": str(key.pk),
+        "membership": str(membership.pk),
+        **roles_policy.targets(tenant),
+        **roles_approvals.targets(tenant),
+    }
 
 
 # (method, url template, body, least role, success status)
@@ -58,6 +65,8 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("get", "/api/v1/agents/{agent}/tools", None, Role.VIEWER, 200),
     ("post", "/api/v1/runtime/execute", {"agent": "target", "tool": "datetime"}, Role.MEMBER, 200),
     ("get", "/api/v1/tool-calls/", None, Role.MEMBER, 200),
+    *roles_policy.ACTIONS,
+    *roles_approvals.ACTIONS,
 ]
 
 

@@ -1,23 +1,28 @@
 """Tenant B's credentials never see or change tenant A's data, on every API route.
 
-The test walks the URL conf: a new API route without a case here makes it fail.
+The test walks the URL conf: a new API route without a case here (or in a feature module merged
+below) makes it fail.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from apps.audit.models import AuditEvent
-from apps.tenants import services
-from apps.tenants.actors import Actor
-from apps.tenants.models import Agent, Tenant
-from apps.tenants.roles import Role
 from tests import factories
+from tests.api import isolation_approvals, isolation_policy
+from tests.api.isolation_support import (
+    Case,
+    _agent,
+    _api_key,
+    _audit_event,
+    _membership,
+    _nothing,
+    _tool_call,
+)
 from tests.api.tenant_state import tenant_state
 
 pytestmark = pytest.mark.django_db
@@ -40,58 +45,6 @@ def api_routes() -> Iterator[str]:
             yield name
 
 
-@dataclass
-class Case:
-    """How to reach one route for an object of tenant A, and which writes to try on it."""
-
-    make: Callable[[Tenant], dict[str, str]]  # creates A's object, returns URL kwargs
-    collection: bool = False  # a list: B gets 200 without A's rows
-    writes: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
-    own_tenant_only: bool = False  # answers about the caller itself (e.g. /me/)
-    tenant_agnostic: bool = False  # the same document for every tenant (the tool catalog)
-    post_only: bool = False  # POST only, naming A's agent in the body
-
-
-def _agent(tenant: Tenant) -> dict[str, str]:
-    agent = services.agent_create(actor=Actor.system(tenant), key="a-secret-agent", name="A's agent")
-    return {"key": agent.key}
-
-
-def _api_key(tenant: Tenant) -> dict[str, str]:
-    key, _ = services.api_key_create(actor=Actor.system(tenant), name="A's key", role=Role.ADMIN)
-    return {"pk": str(key.pk)}
-
-
-def _membership(tenant: Tenant) -> dict[str, str]:
-    membership = services.membership_create(
-        actor=Actor.system(tenant), email="someone@a.test", role=Role.ADMIN, password=factories.PASSWORD
-    )
-    return {"pk": str(membership.pk)}
-
-
-def _audit_event(tenant: Tenant) -> dict[str, str]:
-    _agent(tenant)
-    event = AuditEvent.objects.for_tenant(tenant).filter(verb="agent.created").get()
-    return {"pk": str(event.pk)}
-
-
-def _tool_call(tenant: Tenant) -> dict[str, str]:
-    from apps.runtime import pipeline
-
-    agent_key = _agent(tenant)["key"]
-    agent = Agent.objects.for_tenant(tenant).get(key=agent_key)
-    outcome = pipeline.execute(
-        actor=Actor.system(tenant),
-        request=pipeline.CallRequest(agent=agent, tool="datetime", args={"timezone": "UTC"}),
-    )
-    return {"pk": outcome.call_id}
-
-
-def _nothing(tenant: Tenant) -> dict[str, str]:
-    _agent(tenant)
-    return {}
-
-
 CASES: dict[str, Case] = {
     "me": Case(make=_nothing, own_tenant_only=True),
     "tenant": Case(make=_nothing, own_tenant_only=True),
@@ -108,6 +61,8 @@ CASES: dict[str, Case] = {
     "agent-tools": Case(make=_agent),
     "tool-catalog": Case(make=_nothing, tenant_agnostic=True),
     "runtime-execute": Case(make=_agent, post_only=True),
+    **isolation_policy.CASES,
+    **isolation_approvals.CASES,
 }
 
 

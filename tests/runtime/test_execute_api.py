@@ -28,8 +28,8 @@ def call(client, tool, args=None, **extra):
 
 
 def set_tenant_settings(tenant: Tenant, **values) -> None:
-    tenant.settings = {**tenant.settings, **values}
-    Tenant.objects.filter(pk=tenant.pk).update(settings=tenant.settings)
+    services.tenant_update(actor=Actor.system(tenant), changes={"settings": values})
+    tenant.refresh_from_db()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import pytest
 from apps.audit.models import ToolCall
 from apps.tenants import services
 from apps.tenants.actors import Actor
-from apps.tenants.models import Tenant
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +63,9 @@ def test_the_safeguard_blocks_even_with_every_deny_group_off(member_a, agent, te
     from apps.runtime.shell_deny import DENY_GROUP_NAMES
 
     off = {name: False for name in DENY_GROUP_NAMES}
-    Tenant.objects.filter(pk=tenant_a.pk).update(settings={"tools": {"exec": {"deny_groups": off}}})
+    services.tenant_update(
+        actor=Actor.system(tenant_a), changes={"settings": {"tools": {"exec": {"deny_groups": off}}}}
+    )
     body = call(member_a, "exec", {"command": "sudo id"})
     assert body["is_error"] is True
     row = ToolCall.objects.for_tenant(tenant_a).get(pk=body["call_id"])
@@ -74,8 +75,9 @@ def test_the_safeguard_blocks_even_with_every_deny_group_off(member_a, agent, te
 def test_deny_groups_refuse_and_an_override_allows(member_a, agent, tenant_a):
     body = call(member_a, "exec", {"command": "grep -r sudo ."})
     assert body["is_error"] is True
-    Tenant.objects.filter(pk=tenant_a.pk).update(
-        settings={"tools": {"exec": {"deny_groups": {"privilege_escalation": False}}}}
+    services.tenant_update(
+        actor=Actor.system(tenant_a),
+        changes={"settings": {"tools": {"exec": {"deny_groups": {"privilege_escalation": False}}}}},
     )
     allowed = call(member_a, "exec", {"command": "grep -r sudo . ; echo searched"})
     assert "searched" in allowed["for_llm"]
