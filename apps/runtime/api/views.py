@@ -102,7 +102,14 @@ class AgentToolsView(TenantViewMixin, APIView):
         raw_allow = params["tool_allow"]
         tool_allow = tuple(n.strip() for n in raw_allow.split(",") if n.strip()) if raw_allow else None
         allowed = pipeline.allowed_tools(
-            agent, tenant=self.actor.tenant, subagent_depth=params["subagent_depth"], tool_allow=tool_allow
+            agent,
+            tenant=self.actor.tenant,
+            provider=params["provider"],
+            user_id=params["user_id"],
+            channel=params["channel"],
+            chat_id=params["chat_id"],
+            subagent_depth=params["subagent_depth"],
+            tool_allow=tool_allow,
         )
         names = allowed if params["include_unavailable"] else presentation.runnable(allowed)
         definitions = presentation.plain_definitions(names, params["style"])
