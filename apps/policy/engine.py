@@ -209,37 +209,6 @@ class Resolved:
         return sorted(set(self.tools) & self.universe.expand(tool_allow))
 
 
-def _legacy(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Policy values still kept in tenant and agent settings, in policy-document form."""
-    document: dict[str, Any] = {}
-    if "tool_profile" in settings:
-        document["profile"] = settings["tool_profile"]
-    for key in ("rate_limit_per_hour", "scrub_credentials"):
-        if key in settings:
-            document[key] = settings[key]
-    if isinstance(settings.get("exec_approvals"), Mapping):
-        document["execApproval"] = dict(settings["exec_approvals"])
-    if isinstance(settings.get("origin_deny"), Mapping):
-        document["originDeny"] = dict(settings["origin_deny"])
-    groups = ((settings.get("tools") or {}).get("exec") or {}).get("deny_groups")
-    if isinstance(groups, Mapping):
-        document["shellDenyGroups"] = dict(groups)
-    return document
-
-
-def _with_legacy(
-    documents: Documents, tenant_legacy: Mapping[str, Any], agent_legacy: Mapping[str, Any]
-) -> Documents:
-    """The documents with the policy values of the settings underneath the tenant's document. An
-    agent's settings may name a tool profile, which in a policy document is a tenant-level key."""
-    tenant_doc = {**tenant_legacy, **documents.tenant}
-    if "profile" in agent_legacy and "profile" not in documents.tenant:
-        tenant_doc["profile"] = agent_legacy["profile"]
-    return Documents(
-        tenant=tenant_doc, agent=documents.agent, channel=documents.channel, channel_key=documents.channel_key
-    )
-
-
 def _value(key: str, *layers: Mapping[str, Any]) -> Any:
     for layer in reversed(layers):
         if key in layer:
@@ -250,30 +219,23 @@ def _value(key: str, *layers: Mapping[str, Any]) -> Any:
 def build(tenant: Tenant, agent: Agent, scope: CallScope) -> Resolved:
     """Resolve without the cache."""
     documents = load_documents(tenant, agent, scope.channel, scope.chat_id)
-    tenant_legacy, agent_legacy = _legacy(tenant.settings or {}), _legacy(agent.settings or {})
-    merged = _with_legacy(documents, tenant_legacy, agent_legacy)
     universe = universe_for(tenant, agent, scope.user_id)
-    tools = evaluate(universe, merged, scope)
-    approval_layers = [
-        dict(DEFAULTS["execApproval"]),
-        dict(tenant_legacy.get("execApproval") or {}),
-        dict(documents.tenant.get("execApproval") or {}),
-        dict(agent_legacy.get("execApproval") or {}),
-        dict(documents.agent.get("execApproval") or {}),
-    ]
+    tools = evaluate(universe, documents, scope)
     approval: dict[str, Any] = {}
-    for layer in approval_layers:
+    for layer in (
+        DEFAULTS["execApproval"],
+        documents.tenant.get("execApproval") or {},
+        documents.agent.get("execApproval") or {},
+    ):
         approval.update(layer)
-    origin_layers = [tenant_legacy, documents.tenant, agent_legacy]
-    origin_deny = dict(_value("originDeny", *origin_layers))
+    origin_deny = dict(_value("originDeny", documents.tenant))
     shell_groups: dict[str, bool] = {}
-    for source in (tenant_legacy, documents.tenant, agent_legacy, documents.agent):
+    for source in (documents.tenant, documents.agent):
         shell_groups.update(source.get("shellDenyGroups") or {})
-    numeric_layers = [tenant_legacy, documents.tenant, agent_legacy]
     return Resolved(
         tools=tuple(tools),
-        rate_limit_per_hour=int(_value("rate_limit_per_hour", *numeric_layers)),
-        scrub_credentials=bool(_value("scrub_credentials", *numeric_layers)),
+        rate_limit_per_hour=int(_value("rate_limit_per_hour", documents.tenant)),
+        scrub_credentials=bool(_value("scrub_credentials", documents.tenant)),
         exec_security=str(approval.get("security", "full")),
         exec_ask=str(approval.get("ask", "off")),
         exec_allowlist=tuple(approval.get("allowlist") or ()),
@@ -362,11 +324,10 @@ def explain(
     """Explain the policy of ``agent`` for ``scope``, optionally with draft documents in place of the
     saved ones (``overrides``: {"tenant"|"agent"|"channel": document}), for previews before saving."""
     documents = load_documents(tenant, agent, scope.channel, scope.chat_id)
-    saved = _with_legacy(documents, _legacy(tenant.settings or {}), _legacy(agent.settings or {}))
     parts: dict[str, Mapping[str, Any]] = {
-        "tenant": saved.tenant,
-        "agent": saved.agent,
-        "channel": saved.channel,
+        "tenant": documents.tenant,
+        "agent": documents.agent,
+        "channel": documents.channel,
     }
     for part, document in (overrides or {}).items():
         parts[part] = document
