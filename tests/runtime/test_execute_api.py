@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apps.audit.models import ToolCall
+from apps.policy import services as policy_services
 from apps.runtime import registry
 from apps.runtime.results import ToolResult
 from apps.tenants import services
@@ -27,8 +28,12 @@ def call(client, tool, args=None, **extra):
     return response.json()
 
 
-def set_tenant_settings(tenant: Tenant, **values) -> None:
-    services.tenant_update(actor=Actor.system(tenant), changes={"settings": values})
+def set_tenant_policy(tenant: Tenant, **values) -> None:
+    """Add ``values`` to the tenant's policy document."""
+    tenant_target = policy_services.target("tenant")
+    saved = policy_services.current(tenant, tenant_target)
+    document = {**(saved.document if saved is not None else {}), **values}
+    policy_services.policy_save(Actor.system(tenant), tenant_target, document)
     tenant.refresh_from_db()
 
 
@@ -78,7 +83,7 @@ def test_unknown_tool_gets_a_correction_hint_and_the_available_names(member_a, a
 
 
 def test_a_tool_outside_the_profile_is_refused_and_not_listed(member_a, agent, tenant_a):
-    set_tenant_settings(tenant_a, tool_profile="minimal")
+    set_tenant_policy(tenant_a, profile="minimal")
     body = call(member_a, "datetime")
     assert body == {**body, "is_error": True, "for_llm": "tool not allowed by policy: datetime"}
     listed = member_a.get("/api/v1/agents/bot/tools?include_unavailable=true").json()
@@ -145,14 +150,14 @@ def test_outputs_and_recorded_args_are_scrubbed(member_a, agent, fake_datetime, 
 
 
 def test_scrubbing_can_be_switched_off_per_tenant(member_a, agent, fake_datetime, tenant_a):
-    set_tenant_settings(tenant_a, scrub_credentials=False)
+    set_tenant_policy(tenant_a, scrub_credentials=False)
     secret = "sk-" + "b" * 30
     fake_datetime(lambda ctx, args: ToolResult.ok(secret))
     assert call(member_a, "datetime")["for_llm"] == secret
 
 
 def test_rate_limit_per_session_key(member_a, agent, tenant_a):
-    set_tenant_settings(tenant_a, rate_limit_per_hour=2)
+    set_tenant_policy(tenant_a, rate_limit_per_hour=2)
     for _ in range(2):
         assert call(member_a, "datetime", context={"session_key": "s1"})["is_error"] is False
     refused = call(member_a, "datetime", context={"session_key": "s1"})

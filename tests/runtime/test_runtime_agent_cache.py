@@ -9,9 +9,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.audit.models import ToolCall
+from apps.policy import services as policy_services
 from apps.tenants import services
 from apps.tenants.actors import Actor
-from apps.tenants.models import Tenant
+from apps.tenants.models import Agent, Tenant
 
 pytestmark = pytest.mark.django_db
 
@@ -35,13 +36,19 @@ def test_an_unchanged_agent_is_not_queried_again(member_a, tenant_a):
     assert not [q for q in queries.captured_queries if '"tenants_agent"' in q["sql"].split("WHERE")[0]]
 
 
-def test_a_settings_change_applies_to_the_next_call(member_a, admin_a, tenant_a):
+def test_an_agent_or_policy_change_applies_to_the_next_call(member_a, admin_a, tenant_a):
     services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
     assert execute(member_a).json()["is_error"] is False  # cached now
     before = version(tenant_a)
-    response = admin_a.patch("/api/v1/agents/bot/", {"settings": {"tool_profile": "minimal"}}, format="json")
+    response = admin_a.patch("/api/v1/agents/bot/", {"settings": {"temperature": 0.1}}, format="json")
     assert response.status_code == 200, response.content
     assert version(tenant_a) == before + 1
+    assert execute(member_a).json()["is_error"] is False
+    agent = Agent.objects.for_tenant(tenant_a).get(key="bot")
+    policy_services.policy_save(
+        Actor.system(tenant_a), policy_services.target("agent", agent=agent), {"allow": ["session_status"]}
+    )
+    assert version(tenant_a) == before + 2
     body = execute(member_a).json()
     assert body["is_error"] is True
     assert body["for_llm"] == "tool not allowed by policy: datetime"
@@ -64,7 +71,7 @@ def test_tenant_settings_changes_raise_the_version_and_name_changes_do_not(owner
     before = version(tenant_a)
     assert owner_a.patch("/api/v1/tenant/", {"name": "Renamed"}, format="json").status_code == 200
     assert version(tenant_a) == before
-    response = owner_a.patch("/api/v1/tenant/", {"settings": {"tool_profile": "coding"}}, format="json")
+    response = owner_a.patch("/api/v1/tenant/", {"settings": {"sandbox": {"mode": "all"}}}, format="json")
     assert response.status_code == 200, response.content
     assert version(tenant_a) == before + 1
 
@@ -73,8 +80,9 @@ def test_each_tenant_gets_its_own_agent_for_the_same_key(member_a, tenant_a, ten
     from tests.factories import key_client, make_api_key
 
     mine = services.agent_create(actor=Actor.system(tenant_a), key="bot", name="A's bot")
-    theirs = services.agent_create(
-        actor=Actor.system(tenant_b), key="bot", name="B's bot", settings={"tool_profile": "minimal"}
+    theirs = services.agent_create(actor=Actor.system(tenant_b), key="bot", name="B's bot")
+    policy_services.policy_save(
+        Actor.system(tenant_b), policy_services.target("agent", agent=theirs), {"allow": ["session_status"]}
     )
     member_b = key_client(make_api_key(tenant_b, "member"))
     for _ in range(2):  # the second round is served from the cache

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apps.audit.models import ToolCall
+from apps.policy import services as policy_services
 from apps.tenants import services
 from apps.tenants.actors import Actor
 
@@ -63,8 +64,8 @@ def test_the_safeguard_blocks_even_with_every_deny_group_off(member_a, agent, te
     from apps.runtime.shell_deny import DENY_GROUP_NAMES
 
     off = {name: False for name in DENY_GROUP_NAMES}
-    services.tenant_update(
-        actor=Actor.system(tenant_a), changes={"settings": {"tools": {"exec": {"deny_groups": off}}}}
+    policy_services.policy_save(
+        Actor.system(tenant_a), policy_services.target("tenant"), {"shellDenyGroups": off}
     )
     body = call(member_a, "exec", {"command": "sudo id"})
     assert body["is_error"] is True
@@ -75,9 +76,10 @@ def test_the_safeguard_blocks_even_with_every_deny_group_off(member_a, agent, te
 def test_deny_groups_refuse_and_an_override_allows(member_a, agent, tenant_a):
     body = call(member_a, "exec", {"command": "grep -r sudo ."})
     assert body["is_error"] is True
-    services.tenant_update(
-        actor=Actor.system(tenant_a),
-        changes={"settings": {"tools": {"exec": {"deny_groups": {"privilege_escalation": False}}}}},
+    policy_services.policy_save(
+        Actor.system(tenant_a),
+        policy_services.target("tenant"),
+        {"shellDenyGroups": {"privilege_escalation": False}},
     )
     allowed = call(member_a, "exec", {"command": "grep -r sudo . ; echo searched"})
     assert "searched" in allowed["for_llm"]
