@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from apps.audit.services import record
 from apps.policy import documents as docs
@@ -138,7 +139,7 @@ def _write(actor: Actor, t: Target, new: dict[str, Any] | None, *, note: str) ->
             version=number,
         )
     else:
-        _rows(tenant, t).update(document=new, version=number)
+        _rows(tenant, t).update(document=new, version=number, updated_at=timezone.now())
     version = PolicyVersion.objects.create(
         tenant=tenant,
         scope=t.scope,
