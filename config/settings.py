@@ -276,9 +276,9 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 
-# Request bodies are bounded: anything larger is refused with the error envelope (413).
 # How long an exec call waits for a human's approval before it is refused (SPEC B §6.2: 2 minutes).
 TOOLGATE_APPROVAL_TIMEOUT_SECONDS = env_int("TOOLGATE_APPROVAL_TIMEOUT_SECONDS", 120, minimum=1)
+# Request bodies are bounded: anything larger is refused with the error envelope (413).
 MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
