@@ -28,6 +28,7 @@ class Case:
     own_tenant_only: bool = False  # answers about the caller itself (e.g. /me/)
     tenant_agnostic: bool = False  # the same document for every tenant (the tool catalog)
     post_only: bool = False  # POST only, naming A's agent in the body
+    body: Callable[[dict[str, str]], dict[str, Any]] | None = None  # that body (default: an execute call)
 
 
 def _agent(tenant: Tenant) -> dict[str, str]:
