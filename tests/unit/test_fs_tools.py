@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -417,12 +418,26 @@ def test_search_rejects_bad_patterns(ctx, project):
     assert "outside workspace" in err(call(ctx, "search", pattern="x", path="escape"))
 
 
-def test_search_times_out_on_catastrophic_backtracking(ctx, ws, monkeypatch):
+@pytest.mark.parametrize("pattern", ["(a|aa)+$", "((a|aa)+)+x", "([a-z]|a)+\\d"])
+def test_search_times_out_on_catastrophic_backtracking(ctx, ws, monkeypatch, pattern):
     monkeypatch.setattr(fs, "SEARCH_TIMEOUT_SECONDS", 1.0)
-    (ws / "evil.txt").write_text("a" * 40 + "!\n")
-    message = err(call(ctx, "search", pattern="^(a+)+$"))
+    (ws / "evil.txt").write_text("a" * 60 + "!\n")
+    started = time.monotonic()
+    message = err(call(ctx, "search", pattern=pattern))
     assert "timed out after 1s" in message
     assert "Simplify the pattern" in message
+    assert time.monotonic() - started < 3  # stopped by the timeout, not by finishing
+
+
+def test_search_runs_in_process_and_the_deadline_covers_all_files(ctx, ws, monkeypatch):
+    """Many files each cheap to search: the budget is for the whole search, not per line or file."""
+    monkeypatch.setattr(fs, "SEARCH_TIMEOUT_SECONDS", 0.0)
+    (ws / "one.txt").write_text("needle\n")
+    assert "timed out after 0s" in err(call(ctx, "search", pattern="needle"))
+    monkeypatch.setattr(fs, "SEARCH_TIMEOUT_SECONDS", 10.0)
+    started = time.monotonic()
+    assert ok(call(ctx, "search", pattern="need+le")) == "one.txt:1: needle"
+    assert time.monotonic() - started < 0.5
 
 
 def test_search_skips_files_over_the_size_cap(ctx, ws, monkeypatch):

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import re
 import secrets
 import stat
-import subprocess
-import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import regex
 
 from apps.runtime.context import CallContext
 from apps.runtime.registry import ToolFunction, tool
@@ -692,26 +692,31 @@ def glob(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
 
 # --- search -------------------------------------------------------------------------------------------
 
-# Python's `re` cannot be interrupted, and a pattern like (a+)+$ backtracks for ages on one line. So the
-# matching runs in a child interpreter (isolated: -I -S, empty environment, only the `re` module) that is
-# killed after SEARCH_TIMEOUT_SECONDS. The parent does all file access (with the path checks), the child
-# only sees text.
-_SEARCH_WORKER = r"""
-import json, re, sys
-request = json.loads(sys.stdin.buffer.read())
-regex = re.compile(request["pattern"], re.IGNORECASE if request["ignore_case"] else 0)
-limit = request["limit"]
-found = []
-for path, text in request["files"]:
-    for number, line in enumerate(text.split("\n"), 1):
-        if regex.search(line):
-            found.append([path, number, line])
-            if len(found) > limit:
-                break
-    if len(found) > limit:
-        break
-sys.stdout.write(json.dumps(found))
-"""
+# Python's `re` cannot be interrupted, and a pattern like (a|aa)+$ backtracks for ages on one line. The
+# `regex` module can: every search gets what is left of SEARCH_TIMEOUT_SECONDS and raises TimeoutError
+# when it runs out, so the matching runs in-process (no interpreter to start per call) and is still
+# bounded. Its default syntax (VERSION0) is `re`'s.
+
+
+def _search_lines(
+    compiled: Any, files: list[tuple[str, str]], limit: int, deadline: float
+) -> list[tuple[str, int, str]] | None:
+    """Up to ``limit + 1`` matching lines (path, number, text), or None when the deadline passed."""
+    found: list[tuple[str, int, str]] = []
+    for path, text in files:
+        for number, line in enumerate(text.split("\n"), 1):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                hit = compiled.search(line, timeout=remaining)
+            except TimeoutError:
+                return None
+            if hit is not None:
+                found.append((path, number, line))
+                if len(found) > limit:
+                    return found
+    return found
 
 
 @tool("search")
@@ -728,8 +733,8 @@ def search(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     if len(pattern) > SEARCH_MAX_PATTERN:
         return ToolResult.error(f"pattern is longer than {SEARCH_MAX_PATTERN} characters; use a shorter one.")
     try:
-        re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as error:
+        compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+    except regex.error as error:
         return ToolResult.error(
             f"invalid regular expression: {error}. "
             "Escape special characters such as ( [ . * with a backslash."
@@ -742,25 +747,13 @@ def search(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     files, skipped, stopped = _collect_texts(ctx, target, ws_real, info, name_glob, file_glob)
     if not files:
         return ToolResult.ok(f"No text files to search in {shown}.", matches=0, path=shown)
-    request = json.dumps({"pattern": pattern, "ignore_case": ignore_case, "limit": limit, "files": files})
-    try:
-        # A fixed interpreter and script; the pattern and the texts are data on stdin.
-        completed = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", _SEARCH_WORKER],
-            input=request.encode("utf-8", errors="surrogatepass"),
-            capture_output=True,
-            timeout=SEARCH_TIMEOUT_SECONDS,
-            env={},
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+    matched = _search_lines(compiled, files, limit, time.monotonic() + SEARCH_TIMEOUT_SECONDS)
+    if matched is None:
         return ToolResult.error(
             f"search timed out after {SEARCH_TIMEOUT_SECONDS:g}s: the pattern is too expensive (nested "
             "quantifiers like (a+)+ backtrack a lot). Simplify the pattern or narrow path / glob."
         )
-    if completed.returncode != 0:
-        return ToolResult.error("search failed to run; try a simpler pattern.")
-    found: list[list[Any]] = json.loads(completed.stdout)
+    found = matched
     more = len(found) > limit
     found = found[:limit]
     notes = []
