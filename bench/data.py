@@ -60,7 +60,7 @@ def seed() -> BenchData:
             description="A benchmark agent with a description of typical length.",
             provider="openai",
             model="gpt-4o-mini",
-            settings={"temperature": 0.2, "tool_profile": "full"},
+            settings={"temperature": 0.2, "sandbox": {"mode": "off"}},
         )
     _fill_audit_log(tenant, total=AUDIT_EVENTS)
 

@@ -2,7 +2,11 @@
 
 They live in ``Tenant.settings`` and ``Agent.settings`` under the keys below. An agent's value replaces
 the tenant's for that key, except ``tools``, which is merged key by key at every depth (an agent that
-allows one exec deny group keeps the tenant's choices for the others).
+sets one exec option keeps the tenant's choices for the others).
+
+What decides an agent's tools and how they may run (tool profile, scrubbing, rate limit, exec approvals,
+origin restrictions, exec deny groups) is the tool policy's (``apps.policy``), not the settings': those
+keys are refused here with the policy key and endpoint that replace them (``MOVED``).
 """
 
 from __future__ import annotations
@@ -11,23 +15,39 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from apps.tools.catalog import CATALOG, PROFILES
+from apps.tools.catalog import CATALOG
 
 # A new tenant behaves as GoClaw does out of the box.
 DEFAULTS: dict[str, Any] = {
-    "tool_profile": "full",
-    "scrub_credentials": True,
-    "rate_limit_per_hour": 150,
-    "exec_approvals": {"security": "full", "ask": "off"},
     "sandbox": {"mode": "off"},
-    "origin_deny": {},  # origin -> [tool names]; empty: no origin restrictions
-    "tools": {},  # per-tool settings, e.g. {"exec": {"deny_groups": {"package_install": false}}}
+    "tools": {},  # per-tool settings, e.g. {"exec": {"timeout": 120}}
 }
 
 ORIGINS = ("user", "comm", "app", "skill", "system")
 SECURITY_LEVELS = ("deny", "allowlist", "full")
 ASK_MODES = ("off", "on-miss", "always")
 SANDBOX_MODES = ("off", "non-main", "all")
+
+TENANT_POLICY = "PUT /api/v1/policy/tenant/"
+AGENT_POLICY = "PUT /api/v1/policy/agents/<key>/"
+
+# Settings keys that became policy keys: settings key -> why it is refused.
+MOVED: dict[str, str] = {
+    "tool_profile": (
+        f"tool_profile is now the policy's profile: {TENANT_POLICY} "
+        f"(one agent's tools: its allow list, {AGENT_POLICY})."
+    ),
+    "scrub_credentials": f"scrub_credentials is now the policy's scrub_credentials: {TENANT_POLICY}.",
+    "rate_limit_per_hour": f"rate_limit_per_hour is now the policy's rate_limit_per_hour: {TENANT_POLICY}.",
+    "exec_approvals": (
+        f"exec_approvals is now the policy's execApproval: {TENANT_POLICY} (one agent's: {AGENT_POLICY})."
+    ),
+    "origin_deny": f"origin_deny is now the policy's originDeny: {TENANT_POLICY}.",
+}
+MOVED_DENY_GROUPS = (
+    f"tools.exec.deny_groups is now the policy's shellDenyGroups: {TENANT_POLICY} "
+    f"(one agent's: {AGENT_POLICY})."
+)
 
 
 def effective(tenant_settings: Mapping[str, Any], agent_settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,7 +66,7 @@ def effective(tenant_settings: Mapping[str, Any], agent_settings: Mapping[str, A
 
 def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     """``over`` on ``base``, objects merged key by key at every depth (an agent's
-    ``tools.exec.deny_groups.package_install`` changes that one group, not the tenant's others)."""
+    ``tools.exec.timeout`` changes that one option, not the tenant's other exec options)."""
     result = copy.deepcopy(dict(base))
     for key, value in over.items():
         if isinstance(value, Mapping) and isinstance(result.get(key), Mapping):
@@ -57,45 +77,20 @@ def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def validate(settings: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Errors per key for the runtime keys present in ``settings`` (other keys are left alone)."""
+    """Errors per key for the runtime keys present in ``settings`` (other keys are left alone); the
+    keys that moved to the policy are refused with where they went."""
     errors: dict[str, list[str]] = {}
 
     def bad(key: str, message: str) -> None:
         errors.setdefault(key, []).append(message)
 
-    if "tool_profile" in settings and settings["tool_profile"] not in PROFILES:
-        bad("tool_profile", f"Unknown profile; use one of {', '.join(PROFILES)}.")
-    if "scrub_credentials" in settings and not isinstance(settings["scrub_credentials"], bool):
-        bad("scrub_credentials", "Must be true or false.")
-    if "rate_limit_per_hour" in settings:
-        value = settings["rate_limit_per_hour"]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > 1_000_000:
-            bad("rate_limit_per_hour", "Must be an integer from 0 (no limit) to 1000000.")
-    if "exec_approvals" in settings:
-        value = settings["exec_approvals"]
-        if not isinstance(value, dict) or set(value) - {"security", "ask"}:
-            bad("exec_approvals", 'Must be an object with "security" and "ask".')
-        else:
-            if value.get("security", "full") not in SECURITY_LEVELS:
-                bad("exec_approvals", f"security must be one of {', '.join(SECURITY_LEVELS)}.")
-            if value.get("ask", "off") not in ASK_MODES:
-                bad("exec_approvals", f"ask must be one of {', '.join(ASK_MODES)}.")
+    for key, message in MOVED.items():
+        if key in settings:
+            bad(key, message)
     if "sandbox" in settings:
         value = settings["sandbox"]
         if not isinstance(value, dict) or value.get("mode", "off") not in SANDBOX_MODES:
             bad("sandbox", f'Must be an object whose "mode" is one of {", ".join(SANDBOX_MODES)}.')
-    if "origin_deny" in settings:
-        value = settings["origin_deny"]
-        if not isinstance(value, dict):
-            bad("origin_deny", "Must be an object of origin -> list of tool names.")
-        else:
-            for origin, names in value.items():
-                if origin not in ORIGINS:
-                    bad("origin_deny", f"Unknown origin {origin!r}; use one of {', '.join(ORIGINS)}.")
-                elif not isinstance(names, list) or not all(
-                    isinstance(n, str) and n in CATALOG for n in names
-                ):
-                    bad("origin_deny", f"{origin}: must be a list of catalog tool names.")
     if "tools" in settings:
         value = settings["tools"]
         if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
@@ -106,10 +101,5 @@ def validate(settings: Mapping[str, Any]) -> dict[str, list[str]]:
                 bad("tools", f"Unknown tools: {', '.join(unknown)}.")
             exec_settings = value.get("exec", {})
             if isinstance(exec_settings, dict) and "deny_groups" in exec_settings:
-                from apps.runtime.shell_deny import validate_overrides
-
-                try:
-                    validate_overrides(exec_settings["deny_groups"])
-                except ValueError as exc:
-                    bad("tools", f"exec.deny_groups: {exc}")
+                bad("tools", MOVED_DENY_GROUPS)
     return errors

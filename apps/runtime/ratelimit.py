@@ -2,7 +2,8 @@
 
 A sliding-window log per session key: a call is allowed when fewer than ``limit`` calls were allowed
 for that key in the last hour, and then recorded; a refused call is not recorded. The limit is the
-tenant's ``rate_limit_per_hour`` setting (default 150; 0 or less: no limit). Calls without a session
+tenant policy's ``rate_limit_per_hour`` (default 150; 0: no limit), which the pipeline passes as resolved
+by the policy engine. Calls without a session
 key are not limited. Keys are prefixed by the tenant, so tenant A's session "s1" and tenant B's "s1"
 are separate windows.
 
@@ -82,15 +83,20 @@ _next_prune = 0.0
 
 
 def limit_for(tenant: Tenant) -> int | None:
-    """The tenant's calls per hour per session key, or None when not limited (0 or less)."""
-    value: Any = (tenant.settings or {}).get("rate_limit_per_hour", DEFAULT_LIMIT)
-    if isinstance(value, bool):  # JSON true is not a number
+    """The tenant policy's calls per hour per session key, or None when not limited (0). One query:
+    the pipeline passes the limit the policy engine resolved instead."""
+    from apps.policy.models import PolicyDocument, Scope
+
+    document = (
+        PolicyDocument.objects.for_tenant(tenant)
+        .filter(scope=Scope.TENANT)
+        .values_list("document", flat=True)
+        .first()
+    )
+    value: Any = (document or {}).get("rate_limit_per_hour", DEFAULT_LIMIT)
+    if isinstance(value, bool) or not isinstance(value, int):  # validated when saved; never fail a call
         value = DEFAULT_LIMIT
-    try:
-        limit = int(value)
-    except (TypeError, ValueError):
-        limit = DEFAULT_LIMIT  # validated when saved (apps/runtime/config.py); never fail a call on it
-    return limit if limit > 0 else None
+    return value if value > 0 else None
 
 
 def check_rate_limit(
@@ -98,7 +104,7 @@ def check_rate_limit(
 ) -> str | None:
     """Record a call of ``session_key`` in ``tenant`` and return None, or return the refusal message
     (the call is then not recorded). Without a session key or a limit, always None. ``per_hour``: the
-    limit the policy resolved (0: none); without it, the tenant's setting."""
+    limit the policy resolved (0: none); without it, the tenant policy's (``limit_for``)."""
     if not session_key:
         return None
     limit = limit_for(tenant) if per_hour is None else (per_hour if per_hour > 0 else None)

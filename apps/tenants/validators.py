@@ -12,8 +12,9 @@ MAX_SETTINGS_BYTES = 64 * 1024
 
 def validate_settings_object(value: Any) -> None:
     """A settings document is a JSON object of at most ``MAX_SETTINGS_BYTES`` bytes whose runtime keys
-    (tool profile, scrubbing, rate limit, approvals, sandbox, origin restrictions, per-tool settings)
-    are valid."""
+    (sandbox, per-tool settings) are valid and which holds none of the keys that moved to the tool
+    policy (tool profile, scrubbing, rate limit, exec approvals, origin restrictions, exec deny groups:
+    each is refused with its policy key and endpoint)."""
     from apps.runtime.config import validate as validate_runtime
 
     if not isinstance(value, dict):

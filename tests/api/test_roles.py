@@ -60,7 +60,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("delete", "/api/v1/memberships/{membership}/", None, Role.OWNER, 204),
     ("get", "/api/v1/audit/events/", None, Role.ADMIN, 200),
     ("get", "/api/v1/tenant/", None, Role.VIEWER, 200),
-    ("patch", "/api/v1/tenant/", {"settings": {"rate_limit_per_hour": 10}}, Role.ADMIN, 200),
+    ("patch", "/api/v1/tenant/", {"settings": {"sandbox": {"mode": "all"}}}, Role.ADMIN, 200),
     ("get", "/api/v1/tools/catalog/", None, Role.VIEWER, 200),
     ("get", "/api/v1/agents/{agent}/tools", None, Role.VIEWER, 200),
     ("post", "/api/v1/runtime/execute", {"agent": "target", "tool": "datetime"}, Role.MEMBER, 200),

@@ -14,46 +14,31 @@ def test_a_new_tenant_has_the_documented_defaults(viewer_a, tenant_a):
     body = viewer_a.get("/api/v1/tenant/").json()
     assert body["slug"] == tenant_a.slug
     assert body["settings"] == {}
-    assert body["runtime"] == {
-        "tool_profile": "full",
-        "scrub_credentials": True,
-        "rate_limit_per_hour": 150,
-        "exec_approvals": {"security": "full", "ask": "off"},
-        "sandbox": {"mode": "off"},
-        "origin_deny": {},
-        "tools": {},
-    }
+    assert body["runtime"] == {"sandbox": {"mode": "off"}, "tools": {}}
 
 
 def test_admins_change_settings_audited_and_null_removes_a_key(admin_a, tenant_a):
     response = admin_a.patch(
-        "/api/v1/tenant/", {"settings": {"rate_limit_per_hour": 30, "tool_profile": "coding"}}, format="json"
+        "/api/v1/tenant/",
+        {"settings": {"sandbox": {"mode": "all"}, "tools": {"exec": {"timeout": 60}}}},
+        format="json",
     )
     assert response.status_code == 200
-    assert response.json()["runtime"]["rate_limit_per_hour"] == 30
-    assert response.json()["runtime"]["tool_profile"] == "coding"
+    assert response.json()["runtime"]["sandbox"] == {"mode": "all"}
+    assert response.json()["runtime"]["tools"] == {"exec": {"timeout": 60}}
     event = AuditEvent.objects.for_tenant(tenant_a).get(verb="tenant.updated")
-    assert event.data["changes"]["settings.rate_limit_per_hour"] == {"from": None, "to": 30}
-    cleared = admin_a.patch("/api/v1/tenant/", {"settings": {"tool_profile": None}}, format="json").json()
-    assert cleared["settings"] == {"rate_limit_per_hour": 30}
-    assert cleared["runtime"]["tool_profile"] == "full"
+    assert event.data["changes"]["settings.sandbox"] == {"from": None, "to": {"mode": "all"}}
+    cleared = admin_a.patch("/api/v1/tenant/", {"settings": {"sandbox": None}}, format="json").json()
+    assert cleared["settings"] == {"tools": {"exec": {"timeout": 60}}}
+    assert cleared["runtime"]["sandbox"] == {"mode": "off"}
 
 
 @pytest.mark.parametrize(
     ("settings", "fragment"),
     [
-        ({"tool_profile": "everything"}, "tool_profile: Unknown profile"),
-        ({"rate_limit_per_hour": -1}, "rate_limit_per_hour: Must be an integer"),
-        ({"scrub_credentials": "yes"}, "scrub_credentials: Must be true or false."),
-        ({"exec_approvals": {"security": "lax"}}, "security must be one of deny, allowlist, full."),
         ({"sandbox": {"mode": "maybe"}}, "sandbox: Must be an object"),
-        ({"origin_deny": {"moon": ["exec"]}}, "Unknown origin 'moon'"),
-        ({"origin_deny": {"comm": ["nosuchtool"]}}, "comm: must be a list of catalog tool names."),
         ({"tools": {"nosuchtool": {}}}, "tools: Unknown tools: nosuchtool."),
-        (
-            {"tools": {"exec": {"deny_groups": {"no_such_group": False}}}},
-            "unknown deny group 'no_such_group'",
-        ),
+        ({"tools": {"exec": 5}}, "tools: Must be an object of tool name -> settings object."),
     ],
 )
 def test_invalid_settings_are_refused_with_nothing_changed(admin_a, tenant_a, settings, fragment):
@@ -64,12 +49,60 @@ def test_invalid_settings_are_refused_with_nothing_changed(admin_a, tenant_a, se
     assert tenant_state(tenant_a) == before
 
 
+TENANT_POLICY = "PUT /api/v1/policy/tenant/"
+AGENT_POLICY = "PUT /api/v1/policy/agents/<key>/"
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            {"tool_profile": "coding"},
+            f"tool_profile: tool_profile is now the policy's profile: {TENANT_POLICY} "
+            f"(one agent's tools: its allow list, {AGENT_POLICY}).",
+        ),
+        (
+            {"scrub_credentials": False},
+            f"scrub_credentials: scrub_credentials is now the policy's scrub_credentials: {TENANT_POLICY}.",
+        ),
+        (
+            {"rate_limit_per_hour": 30},
+            "rate_limit_per_hour: rate_limit_per_hour is now the policy's rate_limit_per_hour: "
+            f"{TENANT_POLICY}.",
+        ),
+        (
+            {"exec_approvals": {"security": "deny"}},
+            f"exec_approvals: exec_approvals is now the policy's execApproval: {TENANT_POLICY} "
+            f"(one agent's: {AGENT_POLICY}).",
+        ),
+        (
+            {"origin_deny": {"comm": ["exec"]}},
+            f"origin_deny: origin_deny is now the policy's originDeny: {TENANT_POLICY}.",
+        ),
+        (
+            {"tools": {"exec": {"deny_groups": {"package_install": False}}}},
+            f"tools: tools.exec.deny_groups is now the policy's shellDenyGroups: {TENANT_POLICY} "
+            f"(one agent's: {AGENT_POLICY}).",
+        ),
+    ],
+)
+def test_policy_keys_are_refused_in_settings_with_where_they_went(admin_a, tenant_a, settings, message):
+    before = tenant_state(tenant_a)
+    response = admin_a.patch("/api/v1/tenant/", {"settings": settings}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["details"]["settings"] == [message]
+    created = admin_a.post("/api/v1/agents/", {"key": "a", "name": "A", "settings": settings}, format="json")
+    assert created.status_code == 400
+    assert created.json()["error"]["details"]["settings"] == [message]
+    assert tenant_state(tenant_a) == before
+
+
 def test_agent_settings_are_validated_the_same_way(admin_a):
     response = admin_a.post(
-        "/api/v1/agents/", {"key": "a", "name": "A", "settings": {"tool_profile": "x"}}, format="json"
+        "/api/v1/agents/", {"key": "a", "name": "A", "settings": {"sandbox": {"mode": "x"}}}, format="json"
     )
     assert response.status_code == 400
-    assert "tool_profile: Unknown profile" in response.json()["error"]["details"]["settings"][0]
+    assert "sandbox: Must be an object" in response.json()["error"]["details"]["settings"][0]
 
 
 def test_members_cannot_change_the_tenant(member_a, tenant_a):

@@ -10,9 +10,12 @@ import pytest
 from django.db import connection, connections
 from django.test import override_settings
 
+from apps.policy import services as policy_services
 from apps.runtime import ratelimit
 from apps.runtime.ratelimit import WINDOW_SECONDS, check_rate_limit
 from apps.runtime.ratelimit_models import RateLimitWindow
+from apps.tenants.actors import Actor
+from apps.tenants.errors import ServiceError
 from apps.tenants.models import Tenant
 from tests import factories
 from tests.redis_server import RedisServer, redis_server_fixture  # noqa: F401 (the session fixture)
@@ -20,9 +23,10 @@ from tests.redis_server import RedisServer, redis_server_fixture  # noqa: F401 (
 T0 = 1_800_000_000.0  # an arbitrary fixed "now": the tests drive the clock
 
 
-def limited(tenant: Tenant, per_hour: object) -> Tenant:
-    tenant.settings = {**tenant.settings, "rate_limit_per_hour": per_hour}
-    tenant.save(update_fields=["settings"])
+def limited(tenant: Tenant, per_hour: int | None) -> Tenant:
+    """Set (None: remove) the rate limit of the tenant's policy."""
+    document = {} if per_hour is None else {"rate_limit_per_hour": per_hour}
+    policy_services.policy_save(Actor.system(tenant), policy_services.target("tenant"), document)
     return tenant
 
 
@@ -62,8 +66,8 @@ def test_at_the_limit_the_call_is_refused_with_the_exact_message(store: str, ten
 
 
 def test_default_limit_is_150(store: str, tenant_a: Tenant) -> None:
-    tenant_a.settings = {k: v for k, v in tenant_a.settings.items() if k != "rate_limit_per_hour"}
-    tenant_a.save(update_fields=["settings"])
+    limited(tenant_a, 5)
+    limited(tenant_a, None)
     assert calls(tenant_a, "s1", 150, T0) == [None] * 150
     assert check_rate_limit(tenant=tenant_a, session_key="s1", now=T0) == message(150, "s1")
 
@@ -111,11 +115,25 @@ def test_tenants_with_the_same_session_key_have_separate_windows(
     assert calls(tenant_b, "s1", 4, T0) == [None, None, None, message(3, "s1")]
 
 
-@pytest.mark.parametrize("per_hour", [0, -1, -150])
-def test_zero_or_negative_disables_the_limit(store: str, tenant_a: Tenant, per_hour: int) -> None:
-    limited(tenant_a, per_hour)
+def test_a_policy_limit_of_zero_disables_the_limit(store: str, tenant_a: Tenant) -> None:
+    limited(tenant_a, 0)
     assert calls(tenant_a, "s1", 300, T0) == [None] * 300
     assert not RateLimitWindow.objects.exists()  # nothing is even recorded
+
+
+@pytest.mark.parametrize("per_hour", [0, -1, -150])
+def test_a_resolved_limit_of_zero_or_less_disables_the_limit(
+    store: str, tenant_a: Tenant, per_hour: int
+) -> None:
+    limited(tenant_a, 1)  # the resolved limit passed by the pipeline wins over the one read here
+    results = [
+        check_rate_limit(tenant=tenant_a, session_key="s1", now=T0, per_hour=per_hour) for _ in range(300)
+    ]
+    assert results == [None] * 300
+    assert not RateLimitWindow.objects.exists()
+    assert check_rate_limit(tenant=tenant_a, session_key="s1", now=T0, per_hour=2) is None
+    assert check_rate_limit(tenant=tenant_a, session_key="s1", now=T0, per_hour=2) is None
+    assert check_rate_limit(tenant=tenant_a, session_key="s1", now=T0, per_hour=2) == message(2, "s1")
 
 
 def test_calls_without_a_session_key_are_not_limited(store: str, tenant_a: Tenant) -> None:
@@ -132,11 +150,15 @@ def test_a_lowered_limit_applies_to_the_existing_window(store: str, tenant_a: Te
     assert check_rate_limit(tenant=tenant_a, session_key="s1", now=T0 + 1) == message(3, "s1")
 
 
-def test_unreadable_setting_falls_back_to_the_default(tenant_a: Tenant) -> None:
-    assert ratelimit.limit_for(limited(tenant_a, "many")) == 150
-    assert ratelimit.limit_for(limited(tenant_a, True)) == 150
-    assert ratelimit.limit_for(limited(tenant_a, "7")) == 7
+def test_the_limit_is_the_tenant_policys(tenant_a: Tenant, tenant_b: Tenant) -> None:
+    assert ratelimit.limit_for(tenant_a) == 150
+    assert ratelimit.limit_for(limited(tenant_a, 7)) == 7
+    assert ratelimit.limit_for(tenant_b) == 150
     assert ratelimit.limit_for(limited(tenant_a, 0)) is None
+    for bad in ("many", True, "7", -1):
+        with pytest.raises(ServiceError, match="rate_limit_per_hour: Must be an integer"):
+            limited(tenant_a, bad)  # type: ignore[arg-type]
+    assert ratelimit.limit_for(tenant_a) is None
 
 
 @override_settings(REDIS_URL="")

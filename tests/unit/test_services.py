@@ -38,14 +38,11 @@ def test_agent_tool_settings_merge_into_the_tenants_key_by_key():
     from apps.runtime.config import effective
 
     tenant: dict = {
-        "tools": {"exec": {"deny_groups": {"package_install": False}, "timeout_seconds": 30}},
-        "rate_limit_per_hour": 20,
+        "tools": {"exec": {"env": {"LANG": "C", "TZ": "UTC"}, "timeout_seconds": 30}},
+        "sandbox": {"mode": "all"},
     }
-    agent = {"tools": {"exec": {"deny_groups": {"network_recon": False}}}, "rate_limit_per_hour": 5}
+    agent = {"tools": {"exec": {"env": {"TZ": "Europe/Paris"}}}, "sandbox": {"mode": "non-main"}}
     merged = effective(tenant, agent)
-    assert merged["tools"]["exec"] == {
-        "deny_groups": {"package_install": False, "network_recon": False},
-        "timeout_seconds": 30,
-    }
-    assert merged["rate_limit_per_hour"] == 5
-    assert tenant["tools"]["exec"]["deny_groups"] == {"package_install": False}  # inputs untouched
+    assert merged["tools"]["exec"] == {"env": {"LANG": "C", "TZ": "Europe/Paris"}, "timeout_seconds": 30}
+    assert merged["sandbox"] == {"mode": "non-main"}
+    assert tenant["tools"]["exec"]["env"] == {"LANG": "C", "TZ": "UTC"}  # inputs untouched
