@@ -8,13 +8,12 @@ from typing import Any
 from django import forms
 
 from apps.audit.models import AuditEvent, ToolCall
-from apps.runtime.config import ASK_MODES, DEFAULTS, ORIGINS, SANDBOX_MODES, SECURITY_LEVELS
+from apps.runtime.config import DEFAULTS, SANDBOX_MODES
 from apps.runtime.config import validate as validate_runtime
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent, agent_key_validator
 from apps.tenants.roles import Role, role_at_least
 from apps.tenants.validators import MAX_SETTINGS_BYTES
-from apps.tools.catalog import CATALOG, PROFILES
 
 DATETIME_INPUT = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 
@@ -70,7 +69,8 @@ class AgentForm(DashboardForm):
         required=False,
         initial="{}",
         widget=forms.Textarea(attrs={"rows": 6, "class": "mono", "spellcheck": "false"}),
-        help_text="A JSON object.",
+        help_text="A JSON object: sandbox, per-tool settings and the agent's own keys. What tools the "
+        "agent gets and how they may run is its policy.",
     )
 
     def clean_settings(self) -> dict[str, Any]:
@@ -178,50 +178,14 @@ class ToolCallFilterForm(FilterForm):
     until = forms.DateTimeField(required=False, label="Until (UTC)", widget=DATETIME_INPUT)
 
 
-def _tool_choices() -> list[tuple[str, list[tuple[str, str]]]]:
-    """Catalog tools grouped by their group (tools only in the composite group last), for selects."""
-    by_group: dict[str, list[tuple[str, str]]] = {}
-    for spec in CATALOG.values():
-        by_group.setdefault(spec.group or "other", []).append((spec.name, spec.name))
-    return sorted(by_group.items(), key=lambda item: (item[0] == "other", item[0]))
-
-
-def _origin_field(origin: str) -> str:
-    return f"origin_deny_{origin}"
-
-
 class RuntimeSettingsForm(DashboardForm):
-    """The tenant's runtime settings as form fields.
+    """The tenant's runtime settings (sandbox, per-tool settings) as form fields; the policy values are
+    changed in the policy editor.
 
     :meth:`changes` returns only the keys whose submitted value differs from what is in effect now, so
     saving an untouched form changes nothing and a key left at its default stays marked "default".
     """
 
-    tool_profile = forms.ChoiceField(
-        label="Tool profile",
-        help_text="Which tools agents get: full allows every tool; the others allow a set of groups.",
-    )
-    scrub_credentials = forms.BooleanField(
-        required=False,
-        label="Scrub credentials",
-        help_text="Remove secrets (keys, tokens, passwords) from tool results and recorded arguments.",
-    )
-    rate_limit_per_hour = forms.IntegerField(
-        min_value=0,
-        max_value=1_000_000,
-        label="Rate limit per hour",
-        help_text="Tool calls per session and hour; 0 means no limit.",
-    )
-    approvals_security = forms.ChoiceField(
-        choices=[(v, v) for v in SECURITY_LEVELS],
-        label="Exec approvals: security",
-        help_text="deny: no shell commands; allowlist: only allowed ones; full: any (safeguard still holds).",
-    )
-    approvals_ask = forms.ChoiceField(
-        choices=[(v, v) for v in ASK_MODES],
-        label="Exec approvals: ask",
-        help_text="When a person is asked to approve a command.",
-    )
     sandbox_mode = forms.ChoiceField(
         choices=[(v, v) for v in SANDBOX_MODES],
         label="Sandbox mode",
@@ -234,45 +198,21 @@ class RuntimeSettingsForm(DashboardForm):
         help_text='A JSON object of tool name → settings object, e.g. {"exec": {"timeout": 120}}.',
     )
 
-    # Per-origin multi-selects are added in __init__ (one per origin); their names, in order:
-    ORIGIN_FIELDS = tuple(_origin_field(origin) for origin in ORIGINS)
-
     def __init__(self, *args: Any, current: dict[str, Any], **kwargs: Any) -> None:
         """``current``: the tenant's effective runtime settings (defaults < tenant), the form's baseline."""
         self.current = current
         kwargs.setdefault("initial", self.initial_for(current))
         super().__init__(*args, **kwargs)
-        self.fields["tool_profile"].choices = [(p, p) for p in PROFILES]  # type: ignore[attr-defined]
-        choices = _tool_choices()
-        for origin in ORIGINS:
-            self.fields[_origin_field(origin)] = forms.MultipleChoiceField(
-                choices=choices,
-                required=False,
-                label=origin,
-                widget=forms.SelectMultiple(attrs={"size": 8, "class": "tool-multi"}),
-            )
 
     @staticmethod
     def initial_for(current: dict[str, Any]) -> dict[str, Any]:
-        approvals = current["exec_approvals"]
-        initial: dict[str, Any] = {
-            "tool_profile": current["tool_profile"],
-            "scrub_credentials": current["scrub_credentials"],
-            "rate_limit_per_hour": current["rate_limit_per_hour"],
-            "approvals_security": approvals.get("security", "full"),
-            "approvals_ask": approvals.get("ask", "off"),
+        return {
             "sandbox_mode": current["sandbox"].get("mode", "off"),
             "tools": json.dumps(current["tools"], indent=2, sort_keys=True),
         }
-        for origin in ORIGINS:
-            initial[_origin_field(origin)] = list(current["origin_deny"].get(origin, []))
-        return initial
-
-    def origin_fields(self) -> list[forms.BoundField]:
-        return [self[name] for name in self.ORIGIN_FIELDS]
 
     def main_fields(self) -> list[forms.BoundField]:
-        return [self[name] for name in self.fields if name not in self.ORIGIN_FIELDS and name != "tools"]
+        return [self[name] for name in self.fields if name != "tools"]
 
     def clean_tools(self) -> dict[str, Any]:
         return parse_json_object(self.cleaned_data.get("tools"), example='{"exec": {"timeout": 120}}')
@@ -280,36 +220,14 @@ class RuntimeSettingsForm(DashboardForm):
     def settings_values(self) -> dict[str, Any]:
         """Every runtime key as the submitted form sets it (call after ``is_valid``)."""
         data = self.cleaned_data
-        origin_deny = {
-            origin: sorted(data.get(_origin_field(origin)) or [])
-            for origin in ORIGINS
-            if data.get(_origin_field(origin))
-        }
         return {
-            "tool_profile": data.get("tool_profile"),
-            "scrub_credentials": bool(data.get("scrub_credentials")),
-            "rate_limit_per_hour": data.get("rate_limit_per_hour"),
             # Keys the form does not show are kept (the API may have set them).
-            "exec_approvals": {
-                **self.current["exec_approvals"],
-                "security": data.get("approvals_security"),
-                "ask": data.get("approvals_ask"),
-            },
             "sandbox": {**self.current["sandbox"], "mode": data.get("sandbox_mode")},
-            "origin_deny": origin_deny,
             "tools": data.get("tools", {}),
         }
 
     # Where the runtime validator's errors for each key are shown.
-    ERROR_FIELDS = {
-        "tool_profile": "tool_profile",
-        "scrub_credentials": "scrub_credentials",
-        "rate_limit_per_hour": "rate_limit_per_hour",
-        "exec_approvals": "approvals_security",
-        "sandbox": "sandbox_mode",
-        "origin_deny": None,
-        "tools": "tools",
-    }
+    ERROR_FIELDS = {"sandbox": "sandbox_mode", "tools": "tools"}
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -331,13 +249,9 @@ class RuntimeSettingsForm(DashboardForm):
 
 
 def _normalized(key: str, value: Any) -> Any:
-    """A value in a comparable form: origin lists sorted, empty origins dropped, and the parts the
-    pipeline defaults filled in (``{"security": "deny"}`` set through the API means ask ``off``), so an
-    untouched form never counts as a change."""
-    if key == "origin_deny" and isinstance(value, dict):
-        return {k: sorted(v) for k, v in value.items() if isinstance(v, list) and v}
-    if key == "exec_approvals" and isinstance(value, dict):
-        return {"security": "full", "ask": "off", **value}
+    """A value in a comparable form, with the parts the pipeline defaults filled in (a sandbox object
+    set through the API without ``mode`` means mode ``off``), so an untouched form never counts as a
+    change."""
     if key == "sandbox" and isinstance(value, dict):
         return {"mode": "off", **value}
     return value

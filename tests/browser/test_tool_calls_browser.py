@@ -69,20 +69,22 @@ def test_a_tool_call_made_through_the_api_appears_live(live):
             page.get_by_role("button", name="Save settings").click()
             expect(page.locator("#id_tools_error")).to_contain_text("Unknown tools: no_such_tool.")
             shot(page, "runtime-settings-error")
-            page.get_by_label("Per-tool settings").fill("{}")
-            page.get_by_label("Rate limit per hour").fill("500")
+            page.get_by_label("Per-tool settings").fill('{"exec": {"timeout": 60}}')
             page.get_by_role("button", name="Save settings").click()
             expect(page.get_by_role("status").filter(has_text="Runtime settings saved")).to_be_visible()
-            row = page.locator('[data-setting="rate_limit_per_hour"]')
-            expect(row).to_contain_text("500 calls per session per hour")
+            row = page.locator('[data-setting="tools"]')
+            expect(row).to_contain_text('{"exec": {"timeout": 60}}')
             expect(row).to_contain_text("set for this tenant")
+            expect(page.locator('[data-policy="rate_limit_per_hour"]')).to_contain_text(
+                "150 calls per session per hour"
+            )
             shot(page, "runtime-settings")
 
             # The agent page shows what is in effect for the agent, and where each value comes from.
             page.goto("/agents/helper/edit/")
-            agent_row = page.locator('[data-setting="rate_limit_per_hour"]')
+            agent_row = page.locator('[data-setting="tools"]')
             expect(agent_row).to_contain_text("set for this tenant")
-            expect(page.locator('[data-setting="tool_profile"]')).to_contain_text("default")
+            expect(page.locator('[data-policy="profile"]')).to_contain_text("default")
             shot(page, "agent-runtime")
 
             # With the tool-call log open, a call made through the API shows up without a reload.
@@ -131,4 +133,4 @@ def test_a_tool_call_made_through_the_api_appears_live(live):
     calls = ToolCall.objects.for_tenant(tenant)
     assert calls.count() == 4
     assert calls.filter(tool="datetime", decision=ToolCall.Decision.ALLOWED).count() == 3
-    assert tenant.__class__.objects.get(pk=tenant.pk).settings == {"rate_limit_per_hour": 500}
+    assert tenant.__class__.objects.get(pk=tenant.pk).settings == {"tools": {"exec": {"timeout": 60}}}

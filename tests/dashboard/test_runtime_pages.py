@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.audit.models import AuditEvent, ToolCall
-from apps.runtime.config import DEFAULTS
+from apps.policy import services as policy_services
 from apps.runtime.registry import implemented
 from apps.tenants import services
 from apps.tenants.actors import Actor
@@ -23,6 +23,7 @@ from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role
 from apps.tools.catalog import ALIASES, CATALOG, PROFILES
 from tests import factories
+from tests.api.tenant_state import tenant_state
 
 pytestmark = pytest.mark.django_db
 
@@ -88,15 +89,12 @@ def fresh(tenant: Tenant) -> Tenant:
 
 
 # The complete runtime form as an admin would submit it unchanged (defaults).
-DEFAULT_FORM = {
-    "tool_profile": "full",
-    "scrub_credentials": "on",
-    "rate_limit_per_hour": "150",
-    "approvals_security": "full",
-    "approvals_ask": "off",
-    "sandbox_mode": "off",
-    "tools": "{}",
-}
+DEFAULT_FORM = {"sandbox_mode": "off", "tools": "{}"}
+
+
+def save_policy(tenant: Tenant, document: dict, agent: Agent | None = None) -> None:  # type: ignore[type-arg]
+    target = policy_services.target("agent" if agent else "tenant", agent=agent)
+    policy_services.policy_save(Actor.system(tenant), target, document)
 
 
 # --- roles ------------------------------------------------------------------------------------------
@@ -138,14 +136,12 @@ def test_navigation_shows_the_new_sections_by_role(viewer, member, owner):
 @pytest.mark.parametrize("persona", ["viewer", "member"])
 def test_only_admins_change_runtime_settings(request, persona, tenant_a):
     client = request.getfixturevalue(persona)
-    services.tenant_update(actor=Actor.system(tenant_a), changes={"settings": {"rate_limit_per_hour": 10}})
+    services.tenant_update(actor=Actor.system(tenant_a), changes={"settings": {"sandbox": {"mode": "all"}}})
     before = (fresh(tenant_a).settings, audit_count(tenant_a))
 
     page = client.get(reverse("dashboard:runtime_settings")).content.decode()
-    edit = client.post(
-        reverse("dashboard:runtime_settings_edit"), {**DEFAULT_FORM, "tool_profile": "minimal"}
-    )
-    reset = client.post(reverse("dashboard:runtime_settings_reset"), {"key": "rate_limit_per_hour"})
+    edit = client.post(reverse("dashboard:runtime_settings_edit"), {**DEFAULT_FORM, "sandbox_mode": "off"})
+    reset = client.post(reverse("dashboard:runtime_settings_reset"), {"key": "sandbox"})
 
     assert "Only admins can change these settings." in page
     assert "Save settings" not in page
@@ -214,59 +210,74 @@ def test_the_tools_page_shows_parameters_profiles_and_aliases(viewer):
 # --- runtime settings -------------------------------------------------------------------------------
 
 
-def source_of(body: str, key: str) -> str:
-    match = re.search(rf'data-setting="{key}" data-source="(\w+)"', body)
+def source_of(body: str, key: str, kind: str = "setting") -> str:
+    match = re.search(rf'data-{kind}="{key}" data-source="(\w+)"', body)
     assert match, key
     return match.group(1)
 
 
+def row_of(body: str, key: str, kind: str = "setting") -> str:
+    row = body[body.index(f'data-{kind}="{key}"') :]
+    return row[: row.index("</tr>")]
+
+
 def test_the_settings_page_marks_defaults_and_tenant_values(viewer, tenant_a):
-    services.tenant_update(actor=Actor.system(tenant_a), changes={"settings": {"tool_profile": "coding"}})
+    services.tenant_update(actor=Actor.system(tenant_a), changes={"settings": {"sandbox": {"mode": "all"}}})
 
     body = viewer.get(reverse("dashboard:runtime_settings")).content.decode()
 
-    assert source_of(body, "tool_profile") == "tenant"
-    assert all(source_of(body, key) == "default" for key in DEFAULTS if key != "tool_profile")
+    assert source_of(body, "sandbox") == "tenant"
+    assert source_of(body, "tools") == "default"
     assert body.count('<span class="source source-tenant">set for this tenant</span>') == 1
-    row = body[body.index('data-setting="rate_limit_per_hour"') :]
-    assert "150 calls per session per hour" in row[: row.index("</tr>")]
+    assert "mode: all" in row_of(body, "sandbox")
+
+
+def test_the_settings_page_shows_the_policy_values_read_only(viewer, admin, tenant_a):
+    save_policy(
+        tenant_a,
+        {"profile": "coding", "rate_limit_per_hour": 20, "shellDenyGroups": {"package_install": False}},
+    )
+
+    for client in (viewer, admin):
+        body = client.get(reverse("dashboard:runtime_settings")).content.decode()
+        assert source_of(body, "profile", "policy") == "tenant"
+        assert source_of(body, "rate_limit_per_hour", "policy") == "tenant"
+        assert source_of(body, "shellDenyGroups", "policy") == "tenant"
+        for key in ("scrub_credentials", "execApproval", "originDeny"):
+            assert source_of(body, key, "policy") == "default", key
+        assert "coding" in row_of(body, "profile", "policy")
+        assert "20 calls per session per hour" in row_of(body, "rate_limit_per_hour", "policy")
+        assert "allowed: package_install" in row_of(body, "shellDenyGroups", "policy")
+        assert "security: full · ask: off" in row_of(body, "execApproval", "policy")
+        assert "on" in row_of(body, "scrub_credentials", "policy")
+        assert body.count("set in the tenant policy") == 3
+        # Read-only: no reset buttons for policy rows, and the form has no policy fields.
+        assert "Reset to default<span" not in body[body.index("policy-title") : body.index("effective-title")]
+        assert 'name="tool_profile"' not in body
+        assert 'name="rate_limit_per_hour"' not in body
 
 
 def test_admin_saves_runtime_settings_and_it_is_audited(admin, tenant_a):
     before = audit_count(tenant_a)
-    form = {
-        **DEFAULT_FORM,
-        "tool_profile": "coding",
-        "rate_limit_per_hour": "20",
-        "approvals_security": "allowlist",
-        "origin_deny_comm": ["exec", "write_file"],
-        "tools": '{"exec": {"timeout": 120}}',
-    }
+    form = {**DEFAULT_FORM, "sandbox_mode": "non-main", "tools": '{"exec": {"timeout": 120}}'}
 
     response = admin.post(reverse("dashboard:runtime_settings_edit"), form)
 
     assert response.status_code == 302
     assert response["Location"] == reverse("dashboard:runtime_settings")
-    assert fresh(tenant_a).settings == {
-        "tool_profile": "coding",
-        "rate_limit_per_hour": 20,
-        "exec_approvals": {"security": "allowlist", "ask": "off"},
-        "origin_deny": {"comm": ["exec", "write_file"]},
-        "tools": {"exec": {"timeout": 120}},
-    }
+    assert fresh(tenant_a).settings == {"sandbox": {"mode": "non-main"}, "tools": {"exec": {"timeout": 120}}}
     event = AuditEvent.objects.for_tenant(tenant_a).get(verb="tenant.updated")
     assert event.actor_kind == "user"
-    assert event.data["changes"]["settings.tool_profile"] == {"from": None, "to": "coding"}
+    assert event.data["changes"]["settings.sandbox"] == {"from": None, "to": {"mode": "non-main"}}
     assert audit_count(tenant_a) == before + 1
 
     page = admin.get(reverse("dashboard:runtime_settings")).content.decode()
-    assert "Runtime settings saved" in page
-    assert source_of(page, "tool_profile") == "tenant"
-    assert source_of(page, "scrub_credentials") == "default"  # left untouched, so still the default
-    assert "comm: exec, write_file" in page
+    assert "Runtime settings saved (sandbox, per-tool settings)." in page
+    assert source_of(page, "sandbox") == "tenant"
+    assert source_of(page, "tools") == "tenant"
     # The form shows what is saved.
-    assert re.search(r'<option value="coding" selected>', page)
-    assert re.search(r'<option value="exec" selected>exec</option>', page)
+    assert re.search(r'<option value="non-main" selected>', page)
+    assert "&quot;timeout&quot;: 120" in page
 
 
 def test_an_unchanged_form_changes_nothing(admin, tenant_a):
@@ -279,45 +290,51 @@ def test_an_unchanged_form_changes_nothing(admin, tenant_a):
     assert audit_count(tenant_a) == before
 
 
+def test_policy_fields_posted_to_the_settings_form_change_nothing(admin, tenant_a):
+    before = (tenant_state(tenant_a), audit_count(tenant_a))
+
+    response = admin.post(
+        reverse("dashboard:runtime_settings_edit"),
+        {**DEFAULT_FORM, "tool_profile": "minimal", "rate_limit_per_hour": "1", "scrub_credentials": ""},
+        follow=True,
+    )
+
+    assert "Nothing changed." in response.content.decode()
+    assert (tenant_state(tenant_a), audit_count(tenant_a)) == before
+
+
 def test_a_partial_value_set_through_the_api_is_not_rewritten_by_an_untouched_form(admin, tenant_a):
     services.tenant_update(
-        actor=Actor.system(tenant_a), changes={"settings": {"exec_approvals": {"security": "deny"}}}
+        actor=Actor.system(tenant_a), changes={"settings": {"sandbox": {"image": "toolgate/sandbox:2"}}}
     )
     before = audit_count(tenant_a)
 
-    admin.post(reverse("dashboard:runtime_settings_edit"), {**DEFAULT_FORM, "approvals_security": "deny"})
+    admin.post(reverse("dashboard:runtime_settings_edit"), DEFAULT_FORM)
 
-    assert fresh(tenant_a).settings == {"exec_approvals": {"security": "deny"}}
+    assert fresh(tenant_a).settings == {"sandbox": {"image": "toolgate/sandbox:2"}}
     assert audit_count(tenant_a) == before
-
-
-def test_turning_scrubbing_off_is_saved(owner, tenant_a):
-    form = {k: v for k, v in DEFAULT_FORM.items() if k != "scrub_credentials"}
-
-    assert owner.post(reverse("dashboard:runtime_settings_edit"), form).status_code == 302
-
-    assert fresh(tenant_a).settings == {"scrub_credentials": False}
 
 
 @pytest.mark.parametrize(
     ("change", "field", "message"),
     [
-        ({"rate_limit_per_hour": "-5"}, "rate_limit_per_hour", "greater than or equal to 0"),
-        ({"rate_limit_per_hour": "lots"}, "rate_limit_per_hour", "Enter a whole number."),
-        ({"tool_profile": "everything"}, "tool_profile", "Select a valid choice."),
         ({"sandbox_mode": "docker"}, "sandbox_mode", "Select a valid choice."),
-        ({"origin_deny_user": ["not_a_tool"]}, "origin_deny_user", "Select a valid choice."),
         ({"tools": '{"exec": {"timeout": 1},}'}, "tools", "Not valid JSON"),
         ({"tools": "[1, 2]"}, "tools", "Must be a JSON object"),
         ({"tools": '{"no_such_tool": {}}'}, "tools", "Unknown tools: no_such_tool."),
         ({"tools": '{"exec": 5}'}, "tools", "Must be an object of tool name"),
+        (
+            {"tools": '{"exec": {"deny_groups": {"package_install": false}}}'},
+            "tools",
+            "tools.exec.deny_groups is now the policy&#x27;s shellDenyGroups: PUT /api/v1/policy/tenant/",
+        ),
     ],
 )
 def test_bad_settings_are_shown_inline_and_nothing_changes(admin, tenant_a, change, field, message):
     before = audit_count(tenant_a)
 
     response = admin.post(
-        reverse("dashboard:runtime_settings_edit"), {**DEFAULT_FORM, "tool_profile": "coding", **change}
+        reverse("dashboard:runtime_settings_edit"), {**DEFAULT_FORM, "sandbox_mode": "all", **change}
     )
 
     assert response.status_code == 200
@@ -332,23 +349,25 @@ def test_bad_settings_are_shown_inline_and_nothing_changes(admin, tenant_a, chan
 def test_reset_to_default_removes_one_key(admin, tenant_a):
     services.tenant_update(
         actor=Actor.system(tenant_a),
-        changes={"settings": {"tool_profile": "minimal", "rate_limit_per_hour": 5, "theme": "dark"}},
+        changes={
+            "settings": {"sandbox": {"mode": "all"}, "tools": {"exec": {"timeout": 5}}, "theme": "dark"}
+        },
     )
     before = audit_count(tenant_a)
     page = admin.get(reverse("dashboard:runtime_settings")).content.decode()
     assert page.count("Reset to default<span") == 2
 
-    response = admin.post(reverse("dashboard:runtime_settings_reset"), {"key": "tool_profile"})
+    response = admin.post(reverse("dashboard:runtime_settings_reset"), {"key": "sandbox"})
 
     assert response.status_code == 302
-    assert response["Location"] == reverse("dashboard:runtime_settings") + "#setting-tool_profile"
-    assert fresh(tenant_a).settings == {"rate_limit_per_hour": 5, "theme": "dark"}
+    assert response["Location"] == reverse("dashboard:runtime_settings") + "#setting-sandbox"
+    assert fresh(tenant_a).settings == {"tools": {"exec": {"timeout": 5}}, "theme": "dark"}
     event = AuditEvent.objects.for_tenant(tenant_a).filter(verb="tenant.updated").latest("created_at")
-    assert event.data["changes"] == {"settings.tool_profile": {"from": "minimal", "to": None}}
+    assert event.data["changes"] == {"settings.sandbox": {"from": {"mode": "all"}, "to": None}}
     assert audit_count(tenant_a) == before + 1
     page = admin.get(reverse("dashboard:runtime_settings")).content.decode()
-    assert "Tool profile reset to its default." in page
-    assert source_of(page, "tool_profile") == "default"
+    assert "Sandbox reset to its default." in page
+    assert source_of(page, "sandbox") == "default"
 
 
 def test_resetting_a_default_or_unknown_key_changes_nothing(admin, tenant_a):
@@ -356,30 +375,35 @@ def test_resetting_a_default_or_unknown_key_changes_nothing(admin, tenant_a):
 
     default = admin.post(reverse("dashboard:runtime_settings_reset"), {"key": "sandbox"}, follow=True)
     unknown = admin.post(reverse("dashboard:runtime_settings_reset"), {"key": "theme"}, follow=True)
+    moved = admin.post(reverse("dashboard:runtime_settings_reset"), {"key": "tool_profile"}, follow=True)
 
     assert "Sandbox already uses its default." in default.content.decode()
     assert "Unknown runtime setting." in unknown.content.decode()
+    assert "Unknown runtime setting." in moved.content.decode()
     assert fresh(tenant_a).settings == {}
     assert audit_count(tenant_a) == before
 
 
-def test_the_agent_page_shows_its_effective_runtime_settings(admin, tenant_a):
-    services.tenant_update(
-        actor=Actor.system(tenant_a),
-        changes={"settings": {"tool_profile": "coding", "rate_limit_per_hour": 30}},
-    )
-    make_agent(tenant_a, "bot", settings={"tool_profile": "minimal", "tools": {"exec": {"timeout": 5}}})
+def test_the_agent_page_shows_its_effective_runtime_settings_and_policy(admin, tenant_a):
+    services.tenant_update(actor=Actor.system(tenant_a), changes={"settings": {"sandbox": {"mode": "all"}}})
+    agent = make_agent(tenant_a, "bot", settings={"tools": {"exec": {"timeout": 5}}})
+    other = make_agent(tenant_a, "other")
+    save_policy(tenant_a, {"profile": "coding", "execApproval": {"security": "allowlist"}})
+    save_policy(tenant_a, {"execApproval": {"ask": "always"}}, agent=agent)
+    save_policy(tenant_a, {"shellDenyGroups": {"env_dump": False}}, agent=other)
 
     body = admin.get(reverse("dashboard:agent_edit", args=["bot"])).content.decode()
 
     section = body[body.index("Runtime settings in effect") :]
-    assert source_of(section, "tool_profile") == "agent"
-    assert source_of(section, "rate_limit_per_hour") == "tenant"
-    assert source_of(section, "sandbox") == "default"
+    assert source_of(section, "sandbox") == "tenant"
     assert source_of(section, "tools") == "agent"
-    profile = section[section.index('data-setting="tool_profile"') :]
-    assert "minimal" in profile[: profile.index("</tr>")]
     assert "agent sets: exec" in section
+    assert source_of(section, "profile", "policy") == "tenant"
+    assert source_of(section, "execApproval", "policy") == "agent"
+    assert source_of(section, "shellDenyGroups", "policy") == "default"  # the other agent's stays its own
+    assert "security: allowlist · ask: always" in row_of(section, "execApproval", "policy")
+    assert "coding" in row_of(section, "profile", "policy")
+    assert "set in this agent&#x27;s policy" in section
     assert "Reset to default" not in section
 
 

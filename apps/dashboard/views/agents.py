@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import AgentCreateForm, AgentForm, add_service_error
-from apps.dashboard.runtime_display import setting_rows
+from apps.dashboard.runtime_display import policy_rows, setting_rows
 from apps.dashboard.views.confirm import confirm_action
 from apps.tenants import access, selectors, services
 from apps.tenants.errors import ServiceError
@@ -64,6 +64,7 @@ def agent_edit(request: DashboardRequest, key: str) -> HttpResponse:
             "agent": agent,
             # What is saved now (not the unsaved form): defaults < tenant < this agent's settings.
             "runtime_rows": setting_rows(request.actor.tenant.settings, agent.settings),
+            "policy_rows": policy_rows(request.actor.tenant, agent),
         },
     )
 

@@ -1,5 +1,8 @@
 """Runtime settings of the tenant: everyone reads what is in effect; admins change or reset keys.
 
+The page also shows the policy values in effect (profile, scrubbing, rate limit, exec approvals, origin
+restrictions, exec deny groups) read-only: the policy editor changes them.
+
 Reading and changing are separate URLs so the role check stays in :func:`dashboard_view`: a viewer's
 POST is refused before any view code runs.
 """
@@ -13,7 +16,7 @@ from django.urls import reverse
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import RuntimeResetForm, RuntimeSettingsForm, add_service_error
-from apps.dashboard.runtime_display import LABELS, setting_rows
+from apps.dashboard.runtime_display import LABELS, policy_rows, setting_rows
 from apps.runtime.config import effective
 from apps.tenants import services
 from apps.tenants.errors import ServiceError
@@ -28,14 +31,20 @@ def _page(request: DashboardRequest, form: RuntimeSettingsForm | None, status: i
     return render(
         request,
         "dashboard/runtime/settings.html",
-        {"rows": setting_rows(tenant.settings), "form": form, "can_edit": can_edit},
+        {
+            "rows": setting_rows(tenant.settings),
+            "policy_rows": policy_rows(tenant),
+            "form": form,
+            "can_edit": can_edit,
+        },
         status=status,
     )
 
 
 @dashboard_view(Role.VIEWER, methods=READ_ONLY)
 def runtime_settings(request: DashboardRequest) -> HttpResponse:
-    """The tenant's effective runtime settings, each marked default or set; the edit form for admins."""
+    """The tenant's effective runtime settings and policy values, each marked default or set; the edit
+    form (settings only) for admins."""
     return _page(request, None)
 
 
