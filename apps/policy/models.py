@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from apps.policy.approval_models import ApprovalRule, PendingApproval  # noqa: F401  (models of this app)
 from apps.tenants.scoping import TenantScoped
 
 

@@ -36,6 +36,8 @@ class CallContext:
     tool_allow: tuple[str, ...] | None = None
     # Effective per-tool settings (tenant overlaid by agent): {"exec": {...}, "web_search": {...}}
     tool_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Deny groups an exec approval lifted for this one call (only "package_install" can be).
+    approved_deny_groups: frozenset[str] = frozenset()
 
     @property
     def sandbox_key(self) -> str:

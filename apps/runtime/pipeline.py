@@ -5,7 +5,10 @@
 1. resolve the agent's runtime settings and its effective tool set; translate a domain (STRAP) call;
 2. unknown name -> error with a correction hint and the available names; a name outside the effective
    set -> ``tool not allowed by policy: <name>`` (listing and calling never disagree);
-3. origin restrictions, then the approval hook (the policy engine plugs in here);
+3. origin restrictions, then exec approvals (``apps.policy.approvals``): allow, deny, or ask a human.
+   Asking stores a pending approval and hands the call back unfinished (:func:`begin`); once it is
+   decided, :func:`resume` refuses it (denied, or ``approval timed out after 2m0s``) or goes on, with
+   an approved package install passed to the exec tool in the context;
 4. the safeguard: unconditional hard limits, even after an approval;
 5. the per-session rate limit (refusals are not counted);
 6. empty arguments for a tool with required parameters -> a message saying so; schema validation;
@@ -20,7 +23,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -28,7 +31,8 @@ import jsonschema
 
 from apps.audit import context as request_context
 from apps.audit.models import ToolCall
-from apps.policy import engine
+from apps.policy import approvals, engine
+from apps.policy.approvals import Verdict
 from apps.policy.engine import CallScope, Resolved
 from apps.realtime import events
 from apps.runtime import config, strap
@@ -147,130 +151,319 @@ def _scrub_args(value: Any, scrub: Any) -> Any:
     return value
 
 
-def execute(*, actor: Actor, request: CallRequest) -> CallOutcome:
-    """Run one tool call through every step (see the module docstring). Never raises for a tool error."""
-    from apps.runtime.scrubber import Scrubber
+class _Call:
+    """One call on its way through the pipeline: what every step after the first needs."""
 
-    started = time.perf_counter()
-    call_id = uuid.uuid4().hex
-    agent = request.agent
-    tenant = actor.tenant
-    settings = config.effective(tenant.settings, agent.settings)
-    policy = engine.resolve(
-        tenant,
-        agent,
-        CallScope(
-            provider=request.provider,
-            user_id=request.user_id,
-            channel=request.channel,
-            chat_id=request.chat_id,
-            subagent_depth=request.subagent_depth,
-        ),
-    )
-    allowed = policy.allowed(request.tool_allow)
-    scrubber = Scrubber()
-    name, args = request.tool, request.args
-    resolved = ""
+    def __init__(self, *, actor: Actor, request: CallRequest, call_id: str | None = None) -> None:
+        from apps.runtime.scrubber import Scrubber
 
-    def finish(decision: str, result: ToolResult) -> CallOutcome:
-        if policy.scrub_credentials:
-            result.for_llm = scrubber.scrub(result.for_llm)
-            result.for_user = scrubber.scrub(result.for_user or "")
-        duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        self.started = time.perf_counter()
+        self.call_id = call_id or uuid.uuid4().hex
+        self.actor = actor
+        self.request = request
+        tenant = actor.tenant
+        self.settings = config.effective(tenant.settings, request.agent.settings)
+        self.policy = engine.resolve(
+            tenant,
+            request.agent,
+            CallScope(
+                provider=request.provider,
+                user_id=request.user_id,
+                channel=request.channel,
+                chat_id=request.chat_id,
+                subagent_depth=request.subagent_depth,
+            ),
+        )
+        self.allowed = self.policy.allowed(request.tool_allow)
+        self.scrubber = Scrubber()
+        self.name, self.args = request.tool, request.args
+        self.resolved = ""
+        self.ctx: CallContext | None = None
+
+    def finish(self, decision: str, result: ToolResult) -> CallOutcome:
+        if self.policy.scrub_credentials:
+            result.for_llm = self.scrubber.scrub(result.for_llm)
+            result.for_user = self.scrubber.scrub(result.for_user or "")
+        duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
         _record(
-            actor=actor,
-            request=request,
-            call_id=call_id,
-            name=name,
-            resolved=resolved,
-            args=args,
+            actor=self.actor,
+            request=self.request,
+            call_id=self.call_id,
+            name=self.name,
+            resolved=self.resolved,
+            args=self.args,
             decision=decision,
             result=result,
             duration_ms=duration_ms,
-            scrub=scrubber.scrub if policy.scrub_credentials else (lambda s: s),
+            scrub=self.scrub,
         )
         return CallOutcome(
-            call_id=call_id, result=result, decision=decision, resolved_tool=resolved, duration_ms=duration_ms
+            call_id=self.call_id,
+            result=result,
+            decision=decision,
+            resolved_tool=self.resolved,
+            duration_ms=duration_ms,
         )
 
-    # 1-2. names: domain form, aliases, unknown and denied names
-    translated = strap.to_flat(name, args, allowed=allowed)
-    if translated is not None:
-        if isinstance(translated, ToolResult):
-            return finish(Decision.INVALID, translated)
-        name, args = translated
-    tool_name = canonical(name)
-    if tool_name is None:
-        hint = correction(name, allowed, strap=request.style == "strap")
-        available = ", ".join(strap.domain_names(allowed) if request.style == "strap" else allowed) or "none"
-        message = f"unknown tool: {name}." + (f" {hint}" if hint else "") + f" Available tools: {available}."
-        return finish(Decision.UNKNOWN, ToolResult.error(message))
-    resolved = tool_name
-    if tool_name not in allowed:
-        return finish(Decision.DENIED, ToolResult.error(f"tool not allowed by policy: {name}"))
+    def scrub(self, text: str) -> str:
+        return self.scrubber.scrub(text) if self.policy.scrub_credentials else text
 
-    # 3. origin restrictions, then approvals
-    if tool_name in policy.origin_deny.get(request.origin, ()):
-        return finish(
-            Decision.ORIGIN_DENIED,
-            ToolResult.error(f"tool {tool_name} is not allowed for calls of origin {request.origin!r}"),
+    def front(self) -> CallOutcome | Verdict | None:
+        """Steps 1-3: an outcome when the call ends here, a verdict that asks a human, or None to go on."""
+        request = self.request
+        # 1-2. names: domain form, aliases, unknown and denied names
+        translated = strap.to_flat(self.name, self.args, allowed=self.allowed)
+        if translated is not None:
+            if isinstance(translated, ToolResult):
+                return self.finish(Decision.INVALID, translated)
+            self.name, self.args = translated
+        tool_name = canonical(self.name)
+        if tool_name is None:
+            allowed = self.allowed
+            hint = correction(self.name, allowed, strap=request.style == "strap")
+            available = (
+                ", ".join(strap.domain_names(allowed) if request.style == "strap" else allowed) or "none"
+            )
+            message = (
+                f"unknown tool: {self.name}."
+                + (f" {hint}" if hint else "")
+                + f" Available tools: {available}."
+            )
+            return self.finish(Decision.UNKNOWN, ToolResult.error(message))
+        self.resolved = tool_name
+        if tool_name not in self.allowed:
+            return self.finish(Decision.DENIED, ToolResult.error(f"tool not allowed by policy: {self.name}"))
+
+        # 3. origin restrictions, then approvals
+        if tool_name in self.policy.origin_deny.get(request.origin, ()):
+            return self.finish(
+                Decision.ORIGIN_DENIED,
+                ToolResult.error(f"tool {tool_name} is not allowed for calls of origin {request.origin!r}"),
+            )
+        self.ctx = _context(
+            actor=self.actor,
+            request=request,
+            call_id=self.call_id,
+            scrubber=self.scrubber,
+            settings=self.settings,
+            policy=self.policy,
         )
-    refusal = _approval(actor=actor, request=request, tool=tool_name, args=args, policy=policy)
-    if refusal is not None:
-        return finish(Decision.APPROVAL_DENIED, ToolResult.error(refusal))
+        verdict = _approval(self)
+        if verdict is None or verdict.decision == approvals.ALLOW:
+            if verdict is not None and verdict.approved_groups:
+                self.ctx = replace(self.ctx, approved_deny_groups=verdict.approved_groups)
+            return None
+        if verdict.decision == approvals.DENY:
+            return self.finish(Decision.APPROVAL_DENIED, ToolResult.error(verdict.reason))
+        return verdict
 
-    ctx = _context(
-        actor=actor, request=request, call_id=call_id, scrubber=scrubber, settings=settings, policy=policy
+    def back(self, approved_groups: frozenset[str] = frozenset()) -> CallOutcome:
+        """Steps 4-8, for a call that passed the approval step."""
+        assert self.ctx is not None
+        ctx = self.ctx
+        if approved_groups:
+            ctx = replace(ctx, approved_deny_groups=ctx.approved_deny_groups | approved_groups)
+        tool_name, args = self.resolved, self.args
+
+        # 4. safeguard
+        blocked = _safeguard(tool_name, args, ctx)
+        if blocked is not None:
+            return self.finish(Decision.SAFEGUARD, ToolResult.error(blocked))
+
+        # 5. rate limit
+        from apps.runtime.ratelimit import check_rate_limit
+
+        limited = check_rate_limit(
+            tenant=self.actor.tenant,
+            session_key=self.request.session_key,
+            per_hour=self.policy.rate_limit_per_hour,
+        )
+        if limited is not None:
+            return self.finish(Decision.RATE_LIMITED, ToolResult.error(limited))
+
+        # 6. arguments
+        if not args:
+            empty = _empty_args_message(tool_name)
+            if empty is not None:
+                return self.finish(Decision.INVALID, ToolResult.error(empty))
+        invalid = _schema_error(tool_name, args)
+        if invalid is not None:
+            return self.finish(Decision.INVALID, ToolResult.error(invalid))
+
+        # 7. run
+        function = implementation(tool_name)
+        if function is None:
+            reason = CATALOG[tool_name].unavailable_reason or "not available in this deployment"
+            return self.finish(
+                Decision.UNAVAILABLE, ToolResult.error(f"unavailable: {tool_name} is {reason}.")
+            )
+        try:
+            result = function(ctx, args)
+        except Exception as exc:  # a tool bug must come back as a result, not break the agent loop
+            logger.exception("tool %s failed", tool_name, extra={"call_id": self.call_id})
+            result = ToolResult.error(f'tool "{tool_name}" panicked: {type(exc).__name__}: {exc}')
+        if not isinstance(result, ToolResult):
+            result = ToolResult.error(f'tool "{tool_name}" returned no result')
+        return self.finish(Decision.ALLOWED, result)
+
+
+@dataclass
+class PendingCall:
+    """A call that waits for a human's decision on ``approval_id``; :func:`resume` finishes it."""
+
+    approval_id: uuid.UUID
+    call_id: str
+    wait: bool
+    verdict: Verdict
+    call: _Call = field(repr=False)
+
+
+def execute(*, actor: Actor, request: CallRequest) -> CallOutcome:
+    """Run one tool call through every step (see the module docstring). Never raises for a tool error.
+
+    A call that needs an approval blocks this thread until a decision or the timeout: for synchronous
+    callers (background jobs). The HTTP API waits without blocking (:func:`begin` and :func:`resume`)."""
+    from apps.policy import approval_services
+
+    step = begin(actor=actor, request=request)
+    if isinstance(step, CallOutcome):
+        return step
+    status = approval_services.wait_for_decision_sync(
+        tenant=actor.tenant, approval_id=step.approval_id, timeout=approval_services.timeout_seconds()
     )
+    return resume(step, status)
 
-    # 4. safeguard
-    blocked = _safeguard(tool_name, args, ctx)
-    if blocked is not None:
-        return finish(Decision.SAFEGUARD, ToolResult.error(blocked))
 
-    # 5. rate limit
-    from apps.runtime.ratelimit import check_rate_limit
+def begin(*, actor: Actor, request: CallRequest, wait: bool = True) -> CallOutcome | PendingCall:
+    """Steps 1-3, and the rest when no human has to decide. Otherwise a pending approval is stored (and
+    pushed live) and the call is returned unfinished: :func:`resume` it once decided; a call that does
+    not ``wait`` is run later by a background job (``apps.policy.tasks``)."""
+    from apps.policy import approval_services
 
-    limited = check_rate_limit(
-        tenant=tenant, session_key=request.session_key, per_hour=policy.rate_limit_per_hour
+    call = _Call(actor=actor, request=request)
+    step = call.front()
+    if isinstance(step, CallOutcome):
+        return step
+    if step is None:
+        return call.back()
+    command = str(call.args.get("command", ""))
+    approval = approval_services.approval_request(
+        actor=actor,
+        agent=request.agent,
+        call_id=call.call_id,
+        tool=call.resolved,
+        command=call.scrub(command),
+        cwd=str(call.args.get("cwd") or ""),
+        shapes=[{**item, "command": call.scrub(item["command"])} for item in step.shapes],
+        reason=step.reason,
+        package_install=step.package_install,
+        origin=request.origin,
+        session_key=request.session_key,
+        user_id=request.user_id,
+        wait=wait,
+        call_payload="" if wait else json.dumps(_payload(actor, request, call)),
     )
-    if limited is not None:
-        return finish(Decision.RATE_LIMITED, ToolResult.error(limited))
-
-    # 6. arguments
-    if not args:
-        empty = _empty_args_message(tool_name)
-        if empty is not None:
-            return finish(Decision.INVALID, ToolResult.error(empty))
-    invalid = _schema_error(tool_name, args)
-    if invalid is not None:
-        return finish(Decision.INVALID, ToolResult.error(invalid))
-
-    # 7. run
-    function = implementation(tool_name)
-    if function is None:
-        reason = CATALOG[tool_name].unavailable_reason or "not available in this deployment"
-        return finish(Decision.UNAVAILABLE, ToolResult.error(f"unavailable: {tool_name} is {reason}."))
-    try:
-        result = function(ctx, args)
-    except Exception as exc:  # a tool bug must come back as a result, not break the agent loop
-        logger.exception("tool %s failed", tool_name, extra={"call_id": call_id})
-        result = ToolResult.error(f'tool "{tool_name}" panicked: {type(exc).__name__}: {exc}')
-    if not isinstance(result, ToolResult):
-        result = ToolResult.error(f'tool "{tool_name}" returned no result')
-    return finish(Decision.ALLOWED, result)
+    return PendingCall(approval_id=approval.pk, call_id=call.call_id, wait=wait, verdict=step, call=call)
 
 
-def _approval(
-    *, actor: Actor, request: CallRequest, tool: str, args: dict[str, Any], policy: Resolved
-) -> str | None:
-    """The approval hook: None to go on, or why the call was refused.
+def resume(pending: PendingCall, status: str) -> CallOutcome:
+    """Finish a call after its approval was resolved (``status``): run it when allowed, else refuse it
+    (a still-pending approval is timed out first)."""
+    from apps.policy import approval_services
+    from apps.policy.approval_models import ApprovalStatus, PendingApproval
 
-    With the default settings (security ``full``, ask ``off``) everything that passed the policy runs;
-    the exec-approval workflow (levels, ask modes, a human's decision) replaces this function."""
-    if tool == "exec" and policy.exec_security == "deny" and request.origin != "system":
-        return "exec is denied by this tenant's approval settings (security: deny)"
-    return None
+    call = pending.call
+    tenant = call.actor.tenant
+    if status == ApprovalStatus.PENDING:
+        if approval_services.approval_time_out(tenant=tenant, approval_id=pending.approval_id):
+            status = ApprovalStatus.TIMED_OUT
+        else:  # decided just now
+            status = approval_services.wait_for_decision_sync(
+                tenant=tenant, approval_id=pending.approval_id, timeout=0
+            )
+    if status == ApprovalStatus.ALLOWED:
+        return call.back(pending.verdict.approved_groups)
+    if status == ApprovalStatus.TIMED_OUT:
+        message = approval_services.timed_out_message(approval_services.timeout_seconds())
+    else:
+        approval = PendingApproval.objects.for_tenant(tenant).filter(pk=pending.approval_id).first()
+        message = _denied_message(approval.decision_reason if approval is not None else "")
+    return call.finish(Decision.APPROVAL_DENIED, ToolResult.error(message))
+
+
+def _denied_message(reason: str) -> str:
+    text = "exec approval denied by an administrator"
+    if reason:
+        text += f": {reason}"
+    return text + ". Do not retry the same command in another form; ask the user how to proceed."
+
+
+def _payload(actor: Actor, request: CallRequest, call: _Call) -> dict[str, Any]:
+    """What a background job needs to run the call later (stored encrypted, never returned)."""
+    return {
+        "call_id": call.call_id,
+        "actor": {"kind": actor.kind, "id": actor.id, "role": actor.role},
+        "agent": request.agent.key,
+        "tool": request.tool,
+        "args": request.args,
+        "session_key": request.session_key,
+        "user_id": request.user_id,
+        "channel": request.channel,
+        "chat_id": request.chat_id,
+        "peer_kind": request.peer_kind,
+        "provider": request.provider,
+        "origin": request.origin,
+        "subagent_depth": request.subagent_depth,
+        "tool_allow": list(request.tool_allow) if request.tool_allow is not None else None,
+        "style": request.style,
+    }
+
+
+def run_approved(
+    *, actor: Actor, request: CallRequest, call_id: str, status: str, reason: str
+) -> CallOutcome:
+    """Finish a call that did not wait, in a background job, once its approval was resolved. The policy
+    is read again: a tool the agent lost meanwhile is refused, and security ``deny`` still denies."""
+    call = _Call(actor=actor, request=request, call_id=call_id)
+    if status != "allowed":
+        call.resolved = canonical(request.tool) or ""
+        if status == "timed_out":
+            from apps.policy import approval_services
+
+            message = approval_services.timed_out_message(approval_services.timeout_seconds())
+        else:
+            message = _denied_message(reason)
+        return call.finish(Decision.APPROVAL_DENIED, ToolResult.error(message))
+    step = call.front()
+    if isinstance(step, CallOutcome):
+        return step
+    return call.back(step.approved_groups if step is not None else frozenset())
+
+
+def _approval(call: _Call) -> Verdict | None:
+    """The approval step (``apps.policy.approvals``): None for tools that need none, else the verdict.
+
+    Only ``exec`` asks. A command that is not a string is left to argument validation."""
+    from apps.runtime.tools.exec import SAFE_PATH, _resolve_cwd
+
+    command = call.args.get("command")
+    if call.resolved != "exec" or not isinstance(command, str) or not command.strip():
+        if call.resolved == "exec" and call.policy.exec_security == "deny":
+            return Verdict(
+                approvals.DENY, "exec is denied by this tenant's approval settings (security: deny)"
+            )
+        return None
+    assert call.ctx is not None
+    cwd = _resolve_cwd(call.ctx, call.args.get("cwd"))
+    return approvals.check(
+        call.policy,
+        call.actor.tenant,
+        call.request.agent,
+        command,
+        str(cwd if not isinstance(cwd, str) else call.ctx.workspace),
+        call.request.origin,
+        path_env=SAFE_PATH,
+    )
 
 
 def _context(

@@ -24,6 +24,12 @@ class CallContextInput(StrictSerializer):
         allow_null=True,
         default=None,
     )
+    wait = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="false: a call that needs an approval answers 202 at once; its result is read later "
+        "from /api/v1/approvals/<id>/",
+    )
 
 
 class ExecuteInput(StrictSerializer):
@@ -41,6 +47,12 @@ class ExecuteOutput(serializers.Serializer):  # type: ignore[type-arg]
     for_user = serializers.CharField()
     is_error = serializers.BooleanField()
     duration_ms = serializers.FloatField()
+
+
+class ExecutePendingOutput(serializers.Serializer):  # type: ignore[type-arg]
+    approval_id = serializers.UUIDField()
+    call_id = serializers.CharField()
+    status = serializers.CharField()
 
 
 class ToolsQueryInput(StrictSerializer):

@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.db import connections
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins
@@ -10,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.audit.models import ToolCall
+from apps.policy import approval_services
 from apps.runtime import pipeline
 from apps.runtime.api import serializers as s
 from apps.runtime.selectors import tool_call_list
@@ -30,15 +34,58 @@ DEFAULT_CONTEXT: dict[str, Any] = {
     "origin": "user",
     "subagent_depth": 0,
     "tool_allow": None,
+    "wait": True,
 }
 
 
+def _outcome_body(outcome: pipeline.CallOutcome) -> dict[str, Any]:
+    return {
+        "call_id": outcome.call_id,
+        "for_llm": outcome.result.for_llm,
+        "for_user": outcome.result.for_user,
+        "is_error": outcome.result.is_error,
+        "duration_ms": outcome.duration_ms,
+    }
+
+
 class ExecuteView(TenantViewMixin, APIView):
-    """Run one tool call for an agent. A tool's own failure is 200 with ``is_error: true``."""
+    """Run one tool call for an agent. A tool's own failure is 200 with ``is_error: true``.
+
+    An exec call that needs a human's approval waits for the decision (at most
+    ``TOOLGATE_APPROVAL_TIMEOUT_SECONDS``) without holding a thread or a database connection: the
+    route is served by an async view (:meth:`as_view`) that runs this synchronous view, and, when it
+    handed back a pending call, awaits the decision and finishes the call. With ``"wait": false`` in
+    the context the answer is 202 with the approval's id at once."""
 
     write_role = Role.MEMBER
 
-    @extend_schema(request=s.ExecuteInput, responses={200: s.ExecuteOutput})
+    @classmethod
+    def as_view(cls, **initkwargs: Any) -> Any:
+        sync_view = super().as_view(**initkwargs)
+        run_sync = sync_to_async(sync_view)
+        finish = sync_to_async(pipeline.resume)
+
+        async def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            response = await run_sync(request, *args, **kwargs)
+            pending: pipeline.PendingCall | None = getattr(response, "pending_call", None)
+            if pending is None:
+                return response  # type: ignore[no-any-return]
+            # The pooled connection goes back while the call waits; it is taken again to finish.
+            await sync_to_async(close_old_connections_now)()
+            status = await approval_services.wait_for_decision(
+                tenant=pending.call.actor.tenant,
+                approval_id=pending.approval_id,
+                timeout=approval_services.timeout_seconds(),
+            )
+            outcome = await finish(pending, status)
+            return JsonResponse(_outcome_body(outcome))
+
+        view.cls = cls  # type: ignore[attr-defined]
+        view.initkwargs = initkwargs  # type: ignore[attr-defined]
+        view.csrf_exempt = True  # type: ignore[attr-defined]  # DRF's SessionAuthentication checks CSRF
+        return view
+
+    @extend_schema(request=s.ExecuteInput, responses={200: s.ExecuteOutput, 202: s.ExecutePendingOutput})
     def post(self, request: Request) -> Response:
         data = s.ExecuteInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -46,7 +93,7 @@ class ExecuteView(TenantViewMixin, APIView):
         agent = runtime_agent(actor=self.actor, key=body["agent"])
         context = body.get("context") or DEFAULT_CONTEXT
         tool_allow = context.get("tool_allow")
-        outcome = pipeline.execute(
+        step = pipeline.begin(
             actor=self.actor,
             request=pipeline.CallRequest(
                 agent=agent,
@@ -63,16 +110,26 @@ class ExecuteView(TenantViewMixin, APIView):
                 tool_allow=tuple(tool_allow) if tool_allow is not None else None,
                 style=body["style"],
             ),
+            wait=context["wait"],
         )
-        return Response(
-            {
-                "call_id": outcome.call_id,
-                "for_llm": outcome.result.for_llm,
-                "for_user": outcome.result.for_user,
-                "is_error": outcome.result.is_error,
-                "duration_ms": outcome.duration_ms,
-            }
-        )
+        if isinstance(step, pipeline.CallOutcome):
+            return Response(_outcome_body(step))
+        if not step.wait:
+            return Response(
+                {"approval_id": str(step.approval_id), "call_id": step.call_id, "status": "pending"},
+                status=202,
+            )
+        response = Response(status=202)
+        response.pending_call = step  # type: ignore[attr-defined]  # finished by the async view
+        return response
+
+
+def close_old_connections_now() -> None:
+    """Give this thread's database connections back (to the pool) before a long wait; a connection
+    inside a transaction (a test's) is left alone."""
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close()
 
 
 class AgentToolsView(TenantViewMixin, APIView):

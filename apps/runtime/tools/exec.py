@@ -4,7 +4,8 @@ This is the documented exception to "no shell": the command goes to ``/bin/sh -c
 
 1. the unconditional safeguard (:mod:`apps.runtime.safeguard`): always, whatever the settings;
 2. the configurable deny groups (:mod:`apps.runtime.shell_deny`) with the effective
-   ``tools.exec.deny_groups`` overrides (agent over tenant).
+   ``tools.exec.deny_groups`` overrides (agent over tenant); ``package_install`` is skipped for a call
+   whose approval covered it (``CallContext.approved_deny_groups``).
 
 and then runs with:
 
@@ -51,6 +52,8 @@ _READ_CHUNK = 64 * 1024
 _DRAIN_AFTER_EXIT_SECONDS = 0.5
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+# The one deny group an exec approval can lift (SPEC B §6.2: package installs go to approval).
+APPROVABLE_DENY_GROUP = "package_install"
 
 # Seed 003 ``sanitizedEnv()``: names stripped whatever their origin, plus whole prefixes.
 ENV_STRIP_NAMES = frozenset(
@@ -329,6 +332,9 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     overrides = settings.get("deny_groups", {})
     if not isinstance(overrides, Mapping):
         overrides = {}
+    if APPROVABLE_DENY_GROUP in ctx.approved_deny_groups:
+        # A human (or the system origin) approved this very call: its package install may run.
+        overrides = {**overrides, APPROVABLE_DENY_GROUP: False}
     denial = shell_deny.check_command(command, overrides)
     if denial is not None:
         return ToolResult.error(denial.message, rule="deny_group", group=denial.group)
