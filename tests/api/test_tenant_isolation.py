@@ -85,8 +85,8 @@ def test_tenant_b_cannot_reach_tenant_a(name, tenant_a, tenant_b, outsider):
     }
 
     if case.post_only:  # the object is named in the body: B names A's agent
-        payload = case.body(kwargs) if case.body else {"agent": kwargs["key"], "tool": "datetime", "args": {}}
-        response = outsider.post(url, payload, format="json")
+        named = case.body(kwargs) if case.body else {"agent": kwargs["key"], "tool": "datetime", "args": {}}
+        response = outsider.post(url, named, format="json")
     else:
         response = outsider.get(url)
 
