@@ -249,7 +249,8 @@ def policy_import(actor: Actor, bundle: Any) -> Imported:
     errors: dict[str, list[str]] = {}
     if unknown:
         errors["document"] = [f"Unknown keys: {', '.join(unknown)}; use format, tenant, agents and channels."]
-    if bundle.get("format", EXPORT_FORMAT) != EXPORT_FORMAT:
+    version = bundle.get("format", EXPORT_FORMAT)
+    if isinstance(version, bool) or version != EXPORT_FORMAT:
         errors["format"] = [f"Unsupported format; this server reads format {EXPORT_FORMAT}."]
     universe = universe_for(tenant)
     planned: list[tuple[Target, dict[str, Any]]] = []
@@ -265,9 +266,12 @@ def policy_import(actor: Actor, bundle: Any) -> Imported:
         planned.append((t, result.document))
         warnings.extend(f"{path}: {w}" for w in result.warnings)
 
-    checked("tenant", Target(Scope.TENANT), bundle.get("tenant") or {})
-    agents = bundle.get("agents") or {}
-    if not isinstance(agents, dict):
+    tenant_document = bundle.get("tenant")
+    checked("tenant", Target(Scope.TENANT), {} if tenant_document is None else tenant_document)
+    agents = bundle.get("agents")
+    if agents is None:
+        agents = {}
+    elif not isinstance(agents, dict):
         errors["agents"] = ["Must be an object of agent key -> policy."]
         agents = {}
     known = {a.key: a for a in Agent.objects.for_tenant(tenant).filter(key__in=list(agents)[:10_000])}
@@ -276,8 +280,10 @@ def policy_import(actor: Actor, bundle: Any) -> Imported:
             errors.setdefault(f"agents.{key}", []).append("No agent with this key in this tenant.")
             continue
         checked(f"agents.{key}", Target(Scope.AGENT, agent=known[key]), document)
-    channels = bundle.get("channels") or []
-    if not isinstance(channels, list):
+    channels = bundle.get("channels")
+    if channels is None:
+        channels = []
+    elif not isinstance(channels, list):
         errors["channels"] = ["Must be a list of channel policies."]
         channels = []
     seen: set[tuple[str, str]] = set()
