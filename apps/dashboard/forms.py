@@ -8,6 +8,9 @@ from typing import Any
 from django import forms
 
 from apps.audit.models import AuditEvent, ToolCall
+from apps.policy import services as policy_services
+from apps.policy.documents import MAX_DOCUMENT_BYTES
+from apps.policy.models import Scope
 from apps.runtime.config import DEFAULTS, SANDBOX_MODES
 from apps.runtime.config import validate as validate_runtime
 from apps.tenants.errors import ServiceError
@@ -259,3 +262,122 @@ def _normalized(key: str, value: Any) -> Any:
 
 class RuntimeResetForm(DashboardForm):
     key = forms.ChoiceField(choices=[(k, k) for k in DEFAULTS])
+
+
+class PolicyEditForm(DashboardForm):
+    """A policy document as JSON text, an optional note, and the version the editor was opened on.
+
+    The document's own rules are the policy service's; errors it reports by path ("allow[2]",
+    "byProvider.openai.allow[0]") are kept in :attr:`path_errors` for the page to list."""
+
+    document = forms.CharField(
+        required=False,
+        strip=False,
+        label="Policy document (JSON)",
+        widget=forms.Textarea(
+            attrs={"rows": 18, "class": "mono policy-text", "spellcheck": "false", "autocomplete": "off"}
+        ),
+    )
+    note = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Note",
+        help_text="Optional: why this change (shown in the history).",
+    )
+    base_version = forms.IntegerField(min_value=0, max_value=2**31 - 1, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.path_errors: list[tuple[str, list[str]]] = []
+
+    def clean_document(self) -> Any:
+        text = self.cleaned_data.get("document") or ""
+        if len(text.encode()) > MAX_DOCUMENT_BYTES:
+            raise forms.ValidationError(f"At most {MAX_DOCUMENT_BYTES} bytes of JSON.")
+        if not text.strip():
+            return {}
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(
+                f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+            ) from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError('Must be a JSON object, like {"deny": ["exec"]}.')
+        return value
+
+    def add_service_errors(self, exc: ServiceError) -> None:
+        """Show a refused save: every problem by its path, and a summary at the top."""
+        self.path_errors = [
+            (str(path), [str(m) for m in (messages if isinstance(messages, list) else [messages])])
+            for path, messages in exc.details.items()
+        ]
+        count = sum(len(messages) for _, messages in self.path_errors) or 1
+        self.add_error(None, f"Not saved: {count} problem{'s' if count != 1 else ''} in the document.")
+        if not self.path_errors:
+            self.path_errors = [("document", [exc.message])]
+
+
+class PolicyContextForm(DashboardForm):
+    """The call context the live explain uses (agent, provider, channel, chat, subagent depth)."""
+
+    agent = forms.ChoiceField(required=False, label="Agent")
+    provider = forms.CharField(max_length=100, required=False, label="Provider")
+    channel = forms.CharField(max_length=100, required=False, label="Channel")
+    chat_id = forms.CharField(max_length=200, required=False, label="Chat id")
+    subagent_depth = forms.IntegerField(min_value=0, max_value=10, initial=0, label="Subagent depth")
+
+    def __init__(self, *args: Any, agents: list[str], target: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "explain_%s")
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].choices = [(key, key) for key in agents]  # type: ignore[attr-defined]
+        if target.agent is not None:
+            self.fields["agent"].choices = [(target.agent.key, target.agent.key)]  # type: ignore[attr-defined]
+            self.fields["agent"].disabled = True
+        if target.scope == Scope.CHANNEL:
+            self.initial.update(channel=target.channel, chat_id=target.chat_id)
+            self.fields["channel"].disabled = True
+            self.fields["chat_id"].disabled = True
+
+    @staticmethod
+    def parse(value: Any) -> dict[str, Any] | str:
+        """The context of an explain request, or why it is refused."""
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            return '"context" must be an object.'
+        limits = {"agent": 64, "provider": 100, "channel": 100, "chat_id": 200}
+        result: dict[str, Any] = {}
+        for key, limit in limits.items():
+            item = value.get(key) or ""
+            if not isinstance(item, str) or len(item) > limit or not item.isprintable():
+                return f"context.{key} must be a string of at most {limit} printable characters."
+            result[key] = item.strip()
+        depth = value.get("subagent_depth") or 0
+        if isinstance(depth, str) and depth.strip().isdigit():
+            depth = int(depth)
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 10:
+            return "context.subagent_depth must be an integer from 0 to 10."
+        result["subagent_depth"] = depth
+        return result
+
+
+class PolicyTargetForm(DashboardForm):
+    """A channel group to open: a channel name and an optional chat id."""
+
+    channel = forms.CharField(max_length=100, label="Channel", help_text="For example: telegram, slack, web.")
+    chat_id = forms.CharField(
+        max_length=200, required=False, label="Chat id", help_text="Optional: one chat of the channel."
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        try:
+            cleaned["target"] = policy_services.target(
+                Scope.CHANNEL, channel=cleaned.get("channel", ""), chat_id=cleaned.get("chat_id", "")
+            )
+        except ServiceError as exc:
+            self.add_error("channel", exc.message)
+        return cleaned
