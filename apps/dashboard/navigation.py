@@ -24,6 +24,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("Agents", "dashboard:agents", Role.VIEWER, "agent"),
     # "tools" and "tool_call" are distinct prefixes: neither URL name starts with the other.
     Section("Tools", "dashboard:tools", Role.VIEWER, "tools"),
+    Section("Policy", "dashboard:policy_tenant", Role.VIEWER, "policy"),
     Section("Runtime settings", "dashboard:runtime_settings", Role.VIEWER, "runtime"),
     Section("Tool calls", "dashboard:tool_calls", Role.MEMBER, "tool_call"),
     Section("API keys", "dashboard:api_keys", Role.ADMIN, "api_key"),

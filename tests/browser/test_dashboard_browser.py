@@ -133,7 +133,9 @@ def test_owner_manages_agents_and_keys_and_sees_audit_events_live(live):
             page.get_by_role("button", name=re.compile("globex")).click()
             expect(page.get_by_text("Tenant globex · you are viewer")).to_be_visible()
             sections = page.get_by_role("navigation", name="Sections").get_by_role("link")
-            expect(sections).to_have_text(["Overview", "Agents", "Tools", "Runtime settings", "Members"])
+            expect(sections).to_have_text(
+                ["Overview", "Agents", "Tools", "Policy", "Runtime settings", "Members"]
+            )
             expect(page.locator('[data-stat="agents"]')).to_have_text("0")
             page.goto("/audit/")
             expect(page.get_by_role("heading", name="Not allowed")).to_be_visible()

@@ -167,7 +167,14 @@ def test_viewer_navigation_lists_only_sections_they_may_open(viewer):
     body = viewer.get(reverse("dashboard:home")).content.decode()
 
     nav = body[body.index('<nav class="sidenav"') : body.index("</nav>")]
-    assert re.findall(r">([^<]+)</a>", nav) == ["Overview", "Agents", "Tools", "Runtime settings", "Members"]
+    assert re.findall(r">([^<]+)</a>", nav) == [
+        "Overview",
+        "Agents",
+        "Tools",
+        "Policy",
+        "Runtime settings",
+        "Members",
+    ]
     assert "Recent activity" not in body
     assert 'data-stat="api_keys"' not in body
 
@@ -180,6 +187,7 @@ def test_owner_navigation_marks_the_current_section(owner):
         "Overview",
         "Agents",
         "Tools",
+        "Policy",
         "Runtime settings",
         "Tool calls",
         "API keys",

@@ -125,8 +125,16 @@ def test_navigation_shows_the_new_sections_by_role(viewer, member, owner):
         body = client.get(reverse("dashboard:home")).content.decode()
         return re.findall(r">([^<]+)</a>", body[body.index('<nav class="sidenav"') : body.index("</nav>")])
 
-    assert sections(viewer) == ["Overview", "Agents", "Tools", "Runtime settings", "Members"]
-    assert sections(member) == ["Overview", "Agents", "Tools", "Runtime settings", "Tool calls", "Members"]
+    assert sections(viewer) == ["Overview", "Agents", "Tools", "Policy", "Runtime settings", "Members"]
+    assert sections(member) == [
+        "Overview",
+        "Agents",
+        "Tools",
+        "Policy",
+        "Runtime settings",
+        "Tool calls",
+        "Members",
+    ]
     assert "Tool calls" in sections(owner)
     tool_calls = owner.get(reverse("dashboard:tool_calls")).content.decode()
     nav = tool_calls[tool_calls.index('<nav class="sidenav"') : tool_calls.index("</nav>")]
