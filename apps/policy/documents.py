@@ -271,9 +271,9 @@ def check(scope: str, document: Any, universe: Universe) -> Checked:
             checker.warnings.append(f"{key} is ignored: {IGNORED[scope][key]}.")
             continue
         if key not in KEYS[scope]:
+            policy = f"{'an' if scope == Scope.AGENT else 'a'} {scope} policy"
             checker.bad(
-                key,
-                f"Unknown key{_suggest(key, KEYS[scope])}; a {scope} policy takes {', '.join(KEYS[scope])}.",
+                key, f"Unknown key{_suggest(key, KEYS[scope])}; {policy} takes {', '.join(KEYS[scope])}."
             )
             continue
         cleaned: Any
