@@ -29,7 +29,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import QuerySet
 from django.http import Http404
 from django.utils import timezone
@@ -506,8 +506,23 @@ def _status(tenant: Tenant, approval_id: uuid.UUID) -> str:
     return status or ApprovalStatus.DENIED
 
 
+def release_connections() -> None:
+    """Give this thread's database connections back (to the pool) before a long wait, so waiting calls
+    never hold connections that other requests need; one inside a transaction (a test's) stays."""
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close()
+
+
+def _status_released(tenant: Tenant, approval_id: uuid.UUID) -> str:
+    try:
+        return _status(tenant, approval_id)
+    finally:
+        release_connections()
+
+
 async def wait_for_decision(*, tenant: Tenant, approval_id: uuid.UUID, timeout: float) -> str:
-    """Wait (without holding a thread or a database connection) until the approval is resolved or
+    """Wait (without holding a database connection, or a thread of its own) until the approval is resolved or
     ``timeout`` seconds have passed; return its status (``pending`` after a timeout).
 
     Listens on the approval's group for the decision and re-reads the row every
@@ -515,7 +530,7 @@ async def wait_for_decision(*, tenant: Tenant, approval_id: uuid.UUID, timeout: 
     layer = get_channel_layer()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    read = sync_to_async(_status)
+    read = sync_to_async(_status_released)
     channel = ""
     group = group_name(tenant.pk, approval_id)
     if layer is not None:

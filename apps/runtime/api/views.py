@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -71,7 +70,7 @@ class ExecuteView(TenantViewMixin, APIView):
             if pending is None:
                 return response  # type: ignore[no-any-return]
             # The pooled connection goes back while the call waits; it is taken again to finish.
-            await sync_to_async(close_old_connections_now)()
+            await sync_to_async(approval_services.release_connections)()
             status = await approval_services.wait_for_decision(
                 tenant=pending.call.actor.tenant,
                 approval_id=pending.approval_id,
@@ -122,14 +121,6 @@ class ExecuteView(TenantViewMixin, APIView):
         response = Response(status=202)
         response.pending_call = step  # type: ignore[attr-defined]  # finished by the async view
         return response
-
-
-def close_old_connections_now() -> None:
-    """Give this thread's database connections back (to the pool) before a long wait; a connection
-    inside a transaction (a test's) is left alone."""
-    for connection in connections.all(initialized_only=True):
-        if not connection.in_atomic_block:
-            connection.close()
 
 
 class AgentToolsView(TenantViewMixin, APIView):
