@@ -112,3 +112,40 @@ def test_a_held_execute_completes_with_the_result_once_decided_elsewhere(live, d
             refused, _ = future.result(timeout=30)
             assert refused.json()["is_error"] is True
             assert "denied" in refused.json()["for_llm"]
+
+
+def test_a_call_that_did_not_wait_is_run_by_the_worker_after_the_decision(live, daphne, tenant_a, setup):
+    member, admin = setup
+    live.qcluster()
+    with api(daphne, member) as client:
+        asked = client.post(
+            "/api/v1/runtime/execute",
+            json={
+                "agent": "bot",
+                "tool": "exec",
+                "args": {"command": "touch by-worker && echo ran-in-the-worker"},
+                "context": {"wait": False},
+            },
+        )
+    assert asked.status_code == 202, asked.content
+    approval_id = asked.json()["approval_id"]
+
+    with api(daphne, admin) as client:
+        assert (
+            client.post(
+                f"/api/v1/approvals/{approval_id}/decide", json={"decision": "allow-once"}
+            ).status_code
+            == 200
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            detail = client.get(f"/api/v1/approvals/{approval_id}/").json()
+            if detail["result"] is not None:
+                break
+            assert time.monotonic() < deadline, "the worker never ran the approved call"
+            time.sleep(0.2)
+        calls = client.get("/api/v1/tool-calls/", params={"tool": "exec"}).json()["results"]
+    assert detail["status"] == "allowed"
+    assert detail["result"]["is_error"] is False
+    assert "ran-in-the-worker" in detail["result"]["for_llm"]
+    assert [c["id"].replace("-", "") for c in calls] == [asked.json()["call_id"]]
