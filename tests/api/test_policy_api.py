@@ -867,6 +867,8 @@ def test_import_is_atomic_and_reports_every_error(admin_a, tenant_a, bot):
     assert error["message"] == "agents.ghost: No agent with this key in this tenant."
     assert tenant_state(tenant_a) == before
 
+    error = _error(admin_a.put(EXPORT), 400, "invalid")
+    assert error["message"] == "The body must be the whole policy, as GET /api/v1/policy/export returns it."
     hostile: list[Any] = [
         [1],
         {"format": 2},

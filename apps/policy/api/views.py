@@ -443,5 +443,10 @@ class PolicyExportView(TenantViewMixin, APIView):
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={200: s.ImportedOutput})
     def put(self, request: Request) -> Response:
+        if request.stream is None:  # an empty body would silently remove every policy
+            raise ServiceError(
+                ErrorCode.INVALID,
+                "The body must be the whole policy, as GET /api/v1/policy/export returns it.",
+            )
         imported = services.policy_import(self.actor, request.data)
         return Response(s.ImportedOutput({"changed": imported.changed, "warnings": imported.warnings}).data)
