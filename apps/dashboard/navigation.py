@@ -17,6 +17,7 @@ class Section:
     role: str
     # URL names starting with this prefix belong to the section (it is highlighted on their pages).
     prefix: str
+    badge: str = ""  # a live counter shown next to the label ("approvals": pending approvals)
 
 
 SECTIONS: tuple[Section, ...] = (
@@ -30,6 +31,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("API keys", "dashboard:api_keys", Role.ADMIN, "api_key"),
     Section("Members", "dashboard:members", Role.VIEWER, "member"),
     Section("Audit log", "dashboard:audit", Role.ADMIN, "audit"),
+    Section("Approvals", "dashboard:approvals", Role.ADMIN, "approval", badge="approvals"),
 )
 
 
@@ -38,6 +40,9 @@ class NavItem:
     label: str
     url: str
     active: bool
+    # A live counter's name ("" for none); the page fills it in (static/js/approvals-badge.js), so no
+    # page pays a query for it.
+    badge: str = ""
 
 
 def nav_items(actor: Actor | None, current_url_name: str | None) -> list[NavItem]:
@@ -46,7 +51,7 @@ def nav_items(actor: Actor | None, current_url_name: str | None) -> list[NavItem
         return []
     current = current_url_name or ""
     return [
-        NavItem(s.label, reverse(s.url_name), current.startswith(s.prefix))
+        NavItem(s.label, reverse(s.url_name), current.startswith(s.prefix), s.badge)
         for s in SECTIONS
         if actor.can(s.role)
     ]
