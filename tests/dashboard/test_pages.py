@@ -193,6 +193,7 @@ def test_owner_navigation_marks_the_current_section(owner):
         "API keys",
         "Members",
         "Audit log",
+        "Approvals",
     ]
     assert re.findall(r'aria-current="page">([^<]+)<', nav) == ["Agents"]
 
