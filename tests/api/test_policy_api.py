@@ -10,6 +10,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_postgres.models import Message
+from django.db import transaction
 
 from apps.audit.models import AuditEvent
 from apps.policy.models import PolicyDocument, PolicyVersion
@@ -92,32 +93,34 @@ def _outsider_status(method: str, template: str, success: int) -> int:
     return success
 
 
-@pytest.mark.parametrize("persona", PERSONAS)
 @pytest.mark.parametrize(
     ("method", "template", "body", "least", "success"),
     roles_policy.ACTIONS,
     ids=[f"{a[0]} {a[1]}" for a in roles_policy.ACTIONS],
 )
-def test_personas_on_every_route(persona, method, template, body, least, success, request, tenant_a):
+def test_personas_on_every_route(method, template, body, least, success, request, tenant_a):
     ids = _targets(tenant_a)
-    client = request.getfixturevalue(persona)
+    url = template.format(**ids)
+    clients = {persona: request.getfixturevalue(persona) for persona in PERSONAS}
     before = tenant_state(tenant_a)
-
-    response = getattr(client, method)(template.format(**ids), body, format="json")
-
-    if persona == "anonymous":
-        assert _error(response, 401, "not_authenticated")
-        assert tenant_state(tenant_a) == before
-    elif persona == "outsider":
-        assert response.status_code == _outsider_status(method, template, success), response.content
-        assert tenant_state(tenant_a) == before
-        assert "tenant-a" not in response.content.decode()
-    elif RANK[PERSONA_ROLE[persona]] >= RANK[least]:
-        assert response.status_code == success, response.content
-    else:
-        error = _error(response, 403, "permission_denied")
-        assert least in error["message"]
-        assert tenant_state(tenant_a) == before
+    for persona, client in clients.items():
+        # Each persona meets the same state: an allowed write is undone before the next one.
+        with transaction.atomic():
+            response = getattr(client, method)(url, body, format="json")
+            allowed = persona in PERSONA_ROLE and RANK[PERSONA_ROLE[persona]] >= RANK[least]
+            if persona == "anonymous":
+                assert _error(response, 401, "not_authenticated")
+            elif persona == "outsider":
+                assert response.status_code == _outsider_status(method, template, success), response.content
+                assert "tenant-a" not in response.content.decode()
+            elif allowed:
+                assert response.status_code == success, (persona, response.content)
+            else:
+                error = _error(response, 403, "permission_denied")
+                assert least in error["message"]
+            if not allowed:
+                assert tenant_state(tenant_a) == before, persona
+            transaction.set_rollback(True)
 
 
 # --- documents ---------------------------------------------------------------------------------------
