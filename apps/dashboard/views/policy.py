@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.db import transaction
@@ -103,8 +104,6 @@ class Page:
 
 
 def _chat_query(chat_id: str) -> str:
-    from urllib.parse import urlencode
-
     return urlencode({"chat_id": chat_id})
 
 
