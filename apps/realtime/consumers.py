@@ -11,7 +11,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.http.request import validate_host
 
-from apps.realtime.events import TOPICS, group_name, principal_group, public
+from apps.realtime.events import TOPIC_PATTERNS, TOPICS, group_name, principal_group, public, topic_role
 from apps.tenants.actors import Actor
 from apps.tenants.authentication import actor_for_api_key_header, actor_for_session_user
 
@@ -46,6 +46,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 "tenant": self.actor.tenant.slug,
                 "role": self.actor.role,
                 "topics": sorted(t for t, r in TOPICS.items() if self.actor.can(r)),
+                "topic_patterns": sorted(f"{p}:<id>" for p, r in TOPIC_PATTERNS.items() if self.actor.can(r)),
             }
         )
 
@@ -143,15 +144,18 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if len(topics) > MAX_TOPICS:
             await self._error("invalid", f"At most {MAX_TOPICS} topics per message.")
             return
-        unknown = [t for t in topics if t not in TOPICS]
+        roles = {t: topic_role(t) for t in topics}
+        unknown = [t for t, role in roles.items() if role is None]
         if unknown:
+            patterns = ", ".join(f"{p}:<id>" for p in sorted(TOPIC_PATTERNS))
             await self._error(
                 "unknown_topic",
-                f"Unknown topics: {', '.join(sorted(unknown))}. Available: {', '.join(sorted(TOPICS))}.",
+                f"Unknown topics: {', '.join(sorted(unknown))}. Available: {', '.join(sorted(TOPICS))}, "
+                f"and {patterns} (the id as a UUID in lower case with dashes).",
                 available=sorted(TOPICS),
             )
             return
-        forbidden = [t for t in topics if not self.actor.can(TOPICS[t])]
+        forbidden = [t for t, role in roles.items() if role is None or not self.actor.can(role)]
         if forbidden:
             await self._error(
                 "permission_denied", f"Your role may not subscribe to: {', '.join(sorted(forbidden))}."

@@ -36,12 +36,36 @@ TOPICS: dict[str, str] = {
 }
 
 
+# Topics with a parameter, "<prefix>:<id>" (the id a canonical UUID) -> the least role. "team:<team id>"
+# carries one team's board: its tasks, comments, escalations and messages.
+TOPIC_PATTERNS: dict[str, str] = {"team": Role.VIEWER}
+
+
+def topic_role(topic: str) -> str | None:
+    """The least role that may subscribe to ``topic``, or None for an unknown topic."""
+    role = TOPICS.get(topic)
+    if role is not None:
+        return role
+    prefix, sep, ident = topic.partition(":")
+    if not sep or prefix not in TOPIC_PATTERNS:
+        return None
+    try:
+        canonical = str(uuid.UUID(ident))
+    except ValueError:
+        return None
+    # One spelling per topic: events carry the canonical one, and a socket matches topics exactly.
+    return TOPIC_PATTERNS[prefix] if canonical == ident else None
+
+
 def group_name(tenant_id: uuid.UUID | str, topic: str) -> str:
-    return f"tg.{uuid.UUID(str(tenant_id)).hex}.{topic}"
+    """The channel-layer group of a tenant's topic (group names allow no ":")."""
+    prefix, sep, ident = topic.partition(":")
+    suffix = f"{prefix}.{uuid.UUID(ident).hex}" if sep else topic
+    return f"tg.{uuid.UUID(str(tenant_id)).hex}.{suffix}"
 
 
 def build(*, tenant: Tenant, topic: str, type: str, data: dict[str, Any]) -> dict[str, Any]:
-    if topic not in TOPICS:
+    if topic_role(topic) is None:
         raise ValueError(f"unknown event topic {topic!r}")
     return {
         "id": uuid.uuid4().hex,

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, ProtectedError
 from django.utils import timezone
 
 from apps.audit.services import record
@@ -289,7 +289,15 @@ def agent_update(*, actor: Actor, agent: Agent, changes: dict[str, Any]) -> Agen
 @transaction.atomic
 def agent_delete(*, actor: Actor, agent: Agent) -> None:
     data = agent_data(agent)
-    Agent.objects.for_tenant(actor.tenant).filter(pk=agent.pk).delete()
+    try:
+        with transaction.atomic():
+            Agent.objects.for_tenant(actor.tenant).filter(pk=agent.pk).delete()
+    except ProtectedError as exc:
+        teams = sorted({str(obj) for obj in exc.protected_objects})
+        raise Conflict(
+            ErrorCode.CONFLICT,
+            f"Agent {agent.key!r} leads the team {', '.join(teams)}; give the team another lead first.",
+        ) from None
     config_changed(actor.tenant)
     record(actor=actor, verb="agent.deleted", target_type="agent", target_id=data["id"], data=data)
     events.publish(

@@ -1,0 +1,140 @@
+"""Every write to teams themselves (not their boards): create, settings, members, archive. Each is
+atomic, audited, and published on the team's topic and the tenant's ``agents`` topic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from apps.audit.services import record
+from apps.realtime import events
+from apps.teams import team_settings
+from apps.teams.board import topic
+from apps.teams.models import Team, TeamMember
+from apps.tenants.actors import Actor
+from apps.tenants.errors import Conflict, ErrorCode, ServiceError
+from apps.tenants.models import Agent
+
+
+def team_data(team: Team) -> dict[str, Any]:
+    members = TeamMember.objects.for_tenant(team.tenant).filter(team_id=team.pk).select_related("agent")
+    return {
+        "id": str(team.pk),
+        "name": team.name,
+        "description": team.description,
+        "lead": team.lead.key,
+        "status": team.status,
+        "settings": team.settings,
+        "members": [{"agent": m.agent.key, "role": m.role} for m in members],
+    }
+
+
+def _check_settings(settings: Any) -> dict[str, Any]:
+    errors = team_settings.validate(settings)
+    if errors:
+        first, messages = next(iter(errors.items()))
+        raise ServiceError(ErrorCode.INVALID, f"settings.{first}: {messages[0]}", details=errors)
+    return dict(settings)
+
+
+def _publish(actor: Actor, team: Team, verb: str) -> dict[str, Any]:
+    data = team_data(team)
+    record(actor=actor, verb=verb, target_type="team", target_id=str(team.pk), data=data)
+    events.publish(tenant=actor.tenant, topic=topic(team), type=verb, data=data)
+    return data
+
+
+@transaction.atomic
+def team_create(
+    *,
+    actor: Actor,
+    name: str,
+    lead: Agent,
+    members: Iterable[Agent],
+    description: str = "",
+    settings: dict[str, Any] | None = None,
+) -> Team:
+    """A team with its lead and at least one member besides the lead (B §2.1)."""
+    name = name.strip()
+    if not name or len(name) > 255:
+        raise ServiceError(ErrorCode.INVALID, "name: 1 to 255 characters.")
+    others = [m for m in dict.fromkeys(members) if m.pk != lead.pk]
+    if not others:
+        raise ServiceError(ErrorCode.INVALID, "members: a team needs at least one member besides its lead.")
+    for agent in (lead, *others):
+        if agent.tenant_id != actor.tenant.pk:
+            raise ServiceError(ErrorCode.INVALID, "members: agents of this tenant only.")
+    settings = _check_settings({"version": 2, **(settings or {})})
+    try:
+        with transaction.atomic():
+            team = Team.objects.create(
+                tenant=actor.tenant,
+                name=name,
+                description=description[:5000],
+                lead=lead,
+                settings=settings,
+                created_by=actor.label[:255],
+            )
+    except IntegrityError:
+        if Team.objects.for_tenant(actor.tenant).filter(lead=lead).exists():
+            message = f"{lead.key} already leads a team; an agent leads one team."
+            raise Conflict(ErrorCode.CONFLICT, message) from None
+        raise Conflict(ErrorCode.CONFLICT, f"A team named {name!r} exists already.") from None
+    TeamMember.objects.create(tenant=actor.tenant, team=team, agent=lead, role=TeamMember.Role.LEAD)
+    for agent in others:
+        TeamMember.objects.create(tenant=actor.tenant, team=team, agent=agent, role=TeamMember.Role.MEMBER)
+    _publish(actor, team, "team.created")
+    return team
+
+
+@transaction.atomic
+def team_update_settings(*, actor: Actor, team: Team, settings: dict[str, Any]) -> Team:
+    """Replace the team's settings (validated; the blocker-escalation toggle lives here)."""
+    checked = _check_settings(settings)
+    locked = Team.objects.for_tenant(actor.tenant).select_for_update().get(pk=team.pk)
+    if locked.settings == checked:
+        return locked
+    locked.settings = checked
+    locked.save(update_fields=["settings", "updated_at"])
+    _publish(actor, locked, "team.updated")
+    return locked
+
+
+@transaction.atomic
+def member_add(*, actor: Actor, team: Team, agent: Agent) -> TeamMember:
+    if agent.tenant_id != actor.tenant.pk:
+        raise ServiceError(ErrorCode.INVALID, "agent: an agent of this tenant only.")
+    try:
+        with transaction.atomic():
+            member = TeamMember.objects.create(tenant=actor.tenant, team=team, agent=agent)
+    except IntegrityError:
+        raise Conflict(ErrorCode.CONFLICT, f"{agent.key} is already a member of {team.name}.") from None
+    _publish(actor, team, "team.member_added")
+    return member
+
+
+@transaction.atomic
+def member_remove(*, actor: Actor, team: Team, agent: Agent) -> None:
+    if agent.pk == team.lead_id:
+        raise ServiceError(ErrorCode.INVALID, "The lead cannot be removed; give the team another lead first.")
+    membership = TeamMember.objects.for_tenant(actor.tenant).filter(team_id=team.pk, agent_id=agent.pk)
+    deleted, _ = membership.delete()
+    if not deleted:
+        raise ServiceError(ErrorCode.NOT_FOUND, f"{agent.key} is not a member of {team.name}.", status=404)
+    _publish(actor, team, "team.member_removed")
+
+
+@transaction.atomic
+def team_archive(*, actor: Actor, team: Team) -> Team:
+    updated = (
+        Team.objects.for_tenant(actor.tenant)
+        .filter(pk=team.pk, status=Team.Status.ACTIVE)
+        .update(status=Team.Status.ARCHIVED)
+    )
+    if not updated:
+        raise Conflict(ErrorCode.CONFLICT, f"Team {team.name} is already archived.")
+    team.refresh_from_db()
+    _publish(actor, team, "team.archived")
+    return team
