@@ -11,6 +11,7 @@ api_v1 = [
     path("", include("apps.tools.api.urls")),
     path("", include("apps.policy.api.urls")),
     path("", include("apps.policy.approvals_api.urls")),
+    path("", include("apps.teams.api.urls")),
 ]
 
 urlpatterns = [

@@ -11,7 +11,7 @@ from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import RANK, Role
 from tests import factories
-from tests.api import roles_approvals, roles_policy
+from tests.api import roles_approvals, roles_policy, roles_teams
 from tests.api.tenant_state import tenant_state
 
 pytestmark = pytest.mark.django_db
@@ -32,6 +32,7 @@ def _targets(tenant: Tenant) -> dict[str, str]:
         "membership": str(membership.pk),
         **roles_policy.targets(tenant),
         **roles_approvals.targets(tenant),
+        **roles_teams.targets(tenant),
     }
 
 
@@ -67,6 +68,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("get", "/api/v1/tool-calls/", None, Role.MEMBER, 200),
     *roles_policy.ACTIONS,
     *roles_approvals.ACTIONS,
+    *roles_teams.ACTIONS,
 ]
 
 
