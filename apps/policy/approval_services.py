@@ -298,8 +298,7 @@ def approval_decide(
     if locked is None:
         raise _not_pending(approval.pk)
     now = timezone.now()
-    if locked.expires_at <= now:
-        _time_out(locked, now)
+    if locked.expires_at <= now:  # its call gave up waiting; the sweep (or the waiter) times it out
         raise _not_pending(approval.pk)
     locked.status = ApprovalStatus.DENIED if decision == ApprovalDecision.DENY else ApprovalStatus.ALLOWED
     locked.decision = decision

@@ -391,3 +391,20 @@ def test_a_waiting_call_runs_once_allowed(tenant_a, settings):
     assert response.json()["is_error"] is False
     assert "waited-for-you" in response.json()["for_llm"]
     assert ToolCall.objects.for_tenant(tenant_a).get().decision == "allowed"
+
+
+def test_the_requesting_key_reads_its_own_approval_and_no_other(member_a, admin_a, agent, tenant_a):
+    from tests import factories
+
+    on_miss(tenant_a)
+    mine = ask_later(member_a, "touch mine")
+    own = member_a.get(f"/api/v1/approvals/{mine['approval_id']}/")
+    assert own.status_code == 200
+    assert (own.json()["status"], own.json()["call_id"]) == ("pending", mine["call_id"])
+
+    other_member = factories.key_client(factories.make_api_key(tenant_a, "member"))
+    refused = other_member.get(f"/api/v1/approvals/{mine['approval_id']}/")
+    assert refused.status_code == 403
+    assert "admin" in refused.json()["error"]["message"]
+    assert member_a.get("/api/v1/approvals/").status_code == 403
+    assert admin_a.get(f"/api/v1/approvals/{mine['approval_id']}/").status_code == 200

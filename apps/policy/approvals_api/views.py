@@ -4,6 +4,7 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,13 +24,25 @@ def _filters(serializer: type[StrictSerializer], request: Request) -> dict[str, 
 
 
 class ApprovalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
-    """Exec approvals of the tenant, newest first (admins). Filters: ``status``, ``agent`` (its key)."""
+    """Exec approvals of the tenant, newest first (admins). Filters: ``status``, ``agent`` (its key).
+
+    One approval is also readable by the credentials that asked for it (an agent loop's API key reads
+    the status and, for a call that did not wait, the result); everyone else needs the admin role."""
 
     model = PendingApproval
     serializer_class = s.ApprovalOutput
     pagination_class = CreatedCursorPagination
     read_role = Role.ADMIN
     write_role = Role.ADMIN
+    action_roles = {"retrieve": Role.VIEWER}
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        approval = self.get_object()
+        actor = self.actor
+        own = approval.requested_by_kind == actor.kind and approval.requested_by_id == actor.id
+        if not own and not actor.can(Role.ADMIN):
+            raise PermissionDenied(f"This action needs the {Role.ADMIN} role; you are {actor.role}.")
+        return Response(s.ApprovalOutput(approval).data)
 
     def scope_queryset(self, queryset: Any) -> Any:
         if self.action != "list":
