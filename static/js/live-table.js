@@ -1,12 +1,10 @@
 // Live tables: a small module shared by the dashboard pages that prepend rows as events arrive on
-// /ws/events/ (the audit log, the tool-call log). It owns the socket (authenticated by the session
-// cookie, same origin), the reconnect backoff and the live indicator; a page only says which topic and
-// event type it wants, which events match its filters, and how one event becomes a row.
+// /ws/events/ (the audit log, the tool-call log, the approvals inbox). The page's one socket and its
+// reconnects are live-socket.js's; this keeps the live indicator and the rows; a page only says which
+// topic and event type it wants, which events match its filters, and how one event becomes a row.
 // Helpers build nodes with textContent only, so event data can never inject markup.
 (function () {
   "use strict";
-
-  const MAX_DELAY_MS = 30000;
 
   // One line of JSON with sorted keys, like the server's compact_json filter.
   function toJson(v) {
@@ -66,17 +64,12 @@
   function start(options) {
     const table = options.table;
     const indicator = document.querySelector("[data-live-indicator]");
-    if (!table || !indicator || !("WebSocket" in window)) return;
+    if (!table || !indicator || !window.ToolgateSocket) return;
 
     const tbody = table.tBodies[0];
     const indicatorText = indicator.querySelector("[data-live-text]");
     const maxRows = parseInt(table.dataset.maxRows || "50", 10);
     const matches = options.matches || function () { return true; };
-
-    let socket = null;
-    let attempt = 0;
-    let retryTimer = null;
-    let everConnected = false;
 
     function setState(state, text) {
       indicator.dataset.state = state;
@@ -96,68 +89,24 @@
       while (tbody.rows.length > maxRows) tbody.deleteRow(-1);
     }
 
-    function scheduleReconnect() {
-      if (retryTimer) return;
-      // Exponential backoff with jitter: 1s, 2s, 4s … capped at 30s.
-      const delay = Math.min(MAX_DELAY_MS, 1000 * Math.pow(2, attempt)) * (0.75 + Math.random() * 0.5);
-      attempt += 1;
-      setState("reconnecting", "Reconnecting in " + Math.round(delay / 1000) + "s…");
-      retryTimer = window.setTimeout(function () {
-        retryTimer = null;
-        connect();
-      }, delay);
-    }
-
-    function connect() {
-      const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-      setState(everConnected ? "reconnecting" : "connecting", everConnected ? "Reconnecting…" : "Connecting…");
-      try {
-        socket = new WebSocket(scheme + window.location.host + "/ws/events/");
-      } catch (err) {
-        scheduleReconnect();
-        return;
+    window.ToolgateSocket.onState(function (state, info) {
+      if (state === "live") {
+        // After a drop, events sent while disconnected were not received: say so instead of hiding it.
+        setState("live", info.reconnected ? "Live (reload to see events missed while offline)" : "Live");
+      } else if (state === "reconnecting") {
+        setState(
+          "reconnecting",
+          info.delayMs ? "Reconnecting in " + Math.round(info.delayMs / 1000) + "s…" : "Reconnecting…"
+        );
+      } else if (state === "error") {
+        setState("error", "Live updates unavailable: " + info.message);
+      } else {
+        setState("connecting", "Connecting…");
       }
-      socket.addEventListener("open", function () {
-        socket.send(JSON.stringify({ type: "subscribe", topics: [options.topic] }));
-      });
-      socket.addEventListener("message", function (message) {
-        let msg;
-        try {
-          msg = JSON.parse(message.data);
-        } catch (err) {
-          return;
-        }
-        if (msg.type === "subscribed") {
-          attempt = 0;
-          // After a drop, events sent while disconnected were not received: say so instead of hiding it.
-          setState("live", everConnected ? "Live (reload to see events missed while offline)" : "Live");
-          everConnected = true;
-        } else if (msg.type === "event" && msg.event && msg.event.type === options.eventType) {
-          addRow(msg.event.data);
-        } else if (msg.type === "error") {
-          setState("error", "Live updates unavailable: " + msg.message);
-        }
-      });
-      socket.addEventListener("close", function () {
-        socket = null;
-        scheduleReconnect();
-      });
-    }
-
-    // Coming back online or to the tab: retry at once instead of waiting out the backoff.
-    function retryNow() {
-      if (socket || !retryTimer) return;
-      window.clearTimeout(retryTimer);
-      retryTimer = null;
-      attempt = 0;
-      connect();
-    }
-    window.addEventListener("online", retryNow);
-    document.addEventListener("visibilitychange", function () {
-      if (document.visibilityState === "visible") retryNow();
     });
-
-    connect();
+    window.ToolgateSocket.subscribe(options.topic, function (event) {
+      if (event.type === options.eventType) addRow(event.data);
+    });
   }
 
   // The page's configuration, rendered by the server with json_script (never markup).

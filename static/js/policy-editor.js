@@ -2,7 +2,7 @@
 // - live explain: while the document or the context changes, the draft is sent (debounced) to the
 //   dashboard's explain endpoint (same-origin session + CSRF), which validates it and answers which tools
 //   it adds and removes for the chosen agent and context, and which step decides each tool;
-// - live changes: on /ws/events/ (topic "policy"), a new version of this same scope shows a notice, so a
+// - live changes: on the page's socket (live-socket.js, topic "policy"), a new version of this same scope shows a notice, so a
 //   save is never made blindly over another admin's change (the server refuses such a save anyway).
 // Everything from the server is shown with textContent only.
 (function () {
@@ -12,7 +12,6 @@
   if (!configNode) return;
   const config = JSON.parse(configNode.textContent || "{}");
   const DEBOUNCE_MS = 350;
-  const MAX_DELAY_MS = 30000;
 
   function el(tag, text, className) {
     const node = document.createElement(tag);
@@ -47,46 +46,15 @@
   }
 
   function watch() {
-    if (!("WebSocket" in window)) return;
-    let attempt = 0;
-    function connect() {
-      const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-      let socket;
-      try {
-        socket = new WebSocket(scheme + window.location.host + "/ws/events/");
-      } catch (err) {
-        retry();
-        return;
-      }
-      socket.addEventListener("open", function () {
-        socket.send(JSON.stringify({ type: "subscribe", topics: ["policy"] }));
-      });
-      socket.addEventListener("message", function (message) {
-        let msg;
-        try {
-          msg = JSON.parse(message.data);
-        } catch (err) {
-          return;
-        }
-        if (msg.type === "subscribed") {
-          attempt = 0;
-          document.body.dataset.policyLive = "live";
-        } else if (msg.type === "event" && msg.event && msg.event.topic === "policy") {
-          const data = msg.event.data || {};
-          if (sameScope(data) && Number(data.version || 0) > base) showChanged(data);
-        }
-      });
-      socket.addEventListener("close", function () {
-        document.body.dataset.policyLive = "offline";
-        retry();
-      });
-    }
-    function retry() {
-      const delay = Math.min(MAX_DELAY_MS, 1000 * Math.pow(2, attempt)) * (0.75 + Math.random() * 0.5);
-      attempt += 1;
-      window.setTimeout(connect, delay);
-    }
-    connect();
+    const socket = window.ToolgateSocket;
+    if (!socket) return;
+    socket.onState(function (state) {
+      document.body.dataset.policyLive = state === "live" ? "live" : "offline";
+    });
+    socket.subscribe("policy", function (event) {
+      const data = event.data || {};
+      if (sameScope(data) && Number(data.version || 0) > base) showChanged(data);
+    });
   }
 
   watch();
