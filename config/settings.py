@@ -278,6 +278,9 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 
 # How long an exec call waits for a human's approval before it is refused (SPEC B §6.2: 2 minutes).
 TOOLGATE_APPROVAL_TIMEOUT_SECONDS = env_int("TOOLGATE_APPROVAL_TIMEOUT_SECONDS", 120, minimum=1)
+# How often the team task ticker runs (follow-up reminders, lock recovery, stale and orphaned tasks,
+# dispatch rounds; SPEC B §2.7: 5 minutes). django-q2 schedules by the minute: rounded up to whole minutes.
+TOOLGATE_TEAM_TICKER_SECONDS = env_int("TOOLGATE_TEAM_TICKER_SECONDS", 300, minimum=60)
 # Request bodies are bounded: anything larger is refused with the error envelope (413).
 MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES

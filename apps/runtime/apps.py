@@ -11,3 +11,4 @@ class RuntimeConfig(AppConfig):
         import apps.runtime.tools.clock  # noqa: F401
         from apps.runtime.tools import exec as exec_tool  # noqa: F401
         from apps.runtime.tools import fs, web  # noqa: F401
+        from apps.teams import tools as team_tools  # noqa: F401

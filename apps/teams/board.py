@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
-from django.db.models import F, Max, Value
+from django.db.models import F, Max, Q, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -140,7 +140,16 @@ def _publish(team: Team, type: str, data: dict[str, Any]) -> None:
     events.publish(tenant=team.tenant, topic=topic(team), type=type, data=data)
 
 
-def _record(task: Task, event_type: str, actor: BoardActor, data: dict[str, Any] | None = None) -> TaskEvent:
+def _record(
+    task: Task,
+    event_type: str,
+    actor: BoardActor,
+    data: dict[str, Any] | None = None,
+    *,
+    live: dict[str, Any] | None = None,
+) -> TaskEvent:
+    """Write the task event and publish ``task.<type>`` on the team's topic; ``live`` adds fields to
+    the published event only (never stored in the audit trail)."""
     event = TaskEvent.objects.create(
         tenant_id=task.tenant_id,
         team_id=task.team_id,
@@ -158,9 +167,22 @@ def _record(task: Task, event_type: str, actor: BoardActor, data: dict[str, Any]
         {
             **task_data(task),
             "event": {"type": event_type, "actor_type": actor.type, "actor_id": actor.id, "data": data},
+            **(live or {}),
         },
     )
     return event
+
+
+def record_event(
+    task: Task,
+    event_type: str,
+    actor: BoardActor,
+    data: dict[str, Any] | None = None,
+    *,
+    live: dict[str, Any] | None = None,
+) -> TaskEvent:
+    """A task event written (and published) by a module built on the board (dispatch)."""
+    return _record(task, event_type, actor, data, live=live)
 
 
 def _reload(team: Team, task_id: uuid.UUID | str) -> Task:
@@ -579,6 +601,13 @@ def update(
         blockers = _blockers(team, blocked_by)
         if uuid.UUID(str(task_id)) in blockers:
             raise BoardError("blocked_by: a task cannot wait on itself", code="invalid")
+        cycle = waits_on(team, blockers, uuid.UUID(str(task_id)))
+        if cycle:
+            raise BoardError(
+                f"blocked_by: task {cycle} already waits (directly or indirectly) on this task; "
+                "that would be a cycle",
+                code="invalid",
+            )
         changes["blocked_by"] = blockers
     if not changes:
         raise BoardError(
@@ -865,4 +894,230 @@ def fix_orphaned_blocked(tenant: Tenant) -> list[Task]:
         event=EventType.UNBLOCKED,
         changes={"blocked_by": []},
         actor=BoardActor.system("ticker"),
+    )
+
+
+def waits_on(team: Team, starts: Iterable[uuid.UUID], target: uuid.UUID) -> str:
+    """The first of ``starts`` that waits, directly or through other tasks, on ``target`` (as a string),
+    or "" when none does: making ``target`` wait on it would close a cycle."""
+    for start in starts:
+        seen: set[uuid.UUID] = set()
+        frontier = {start}
+        while frontier:
+            if target in frontier:
+                return str(start)
+            seen |= frontier
+            rows = _tasks(team).filter(pk__in=frontier).values_list("blocked_by", flat=True)
+            frontier = {b for blockers in rows for b in blockers} - seen
+            if len(seen) > 10_000:
+                break
+    return ""
+
+
+# --- Asking the user, follow-up reminders, the heartbeat -------------------------------------------------
+
+INTERNAL_CHANNELS = ("teammate", "system", "dashboard")
+ASK_MAX_CHARS = 2000
+
+
+@transaction.atomic
+def ask_user(
+    team: Team,
+    task_id: uuid.UUID | str,
+    *,
+    question: str,
+    actor: BoardActor,
+    channel: str = "",
+    chat_id: str = "",
+) -> Task:
+    """The owner waits for the user: reminders of ``question`` go to the task's channel and chat (or, when
+    the task came from an internal channel, to the caller's) every ``followup_interval_minutes`` (30),
+    at most ``followup_max_reminders`` times (0: until cleared). Only while the task is in progress."""
+    question = _check_text("text", question, ASK_MAX_CHARS, required=True).strip()
+    task = _reload(team, task_id)
+    if task.channel and task.channel not in INTERNAL_CHANNELS:
+        channel, chat_id = task.channel, task.chat_id
+    if not channel or channel in INTERNAL_CHANNELS:
+        raise BoardError(
+            f"ask_user needs a user-facing channel; this task came from {channel or 'no channel'!r} and "
+            "no user is there to answer. Comment on the task or ask the team lead instead.",
+            code="invalid",
+        )
+    settings = team.settings or {}
+    now = timezone.now()
+    due = now + timedelta(minutes=team_settings.followup_interval_minutes(settings))
+    most = team_settings.followup_max_reminders(settings)
+    updated = (
+        _tasks(team)
+        .filter(pk=task.pk, status=Status.IN_PROGRESS)
+        .update(
+            followup_at=due,
+            followup_count=0,
+            followup_max=most,
+            followup_message=question,
+            followup_channel=channel[:60],
+            followup_chat_id=chat_id[:255],
+            updated_at=now,
+        )
+    )
+    if updated != 1:
+        raise _refusal(team, task.pk, [Status.IN_PROGRESS], "ask the user")
+    task = _reload(team, task.pk)
+    _record(
+        task,
+        EventType.UPDATED,
+        actor,
+        {
+            "followup": "set",
+            "followup_message": _preview(question),
+            "followup_channel": task.followup_channel,
+            "followup_chat_id": task.followup_chat_id,
+            "followup_at": due.isoformat(),
+            "followup_max": most,
+        },
+    )
+    return task
+
+
+@transaction.atomic
+def clear_ask_user(team: Team, task_id: uuid.UUID | str, *, actor: BoardActor) -> tuple[Task, bool]:
+    """Stop the reminders (the user answered). Returns the task and whether a follow-up was pending."""
+    task = _reload(team, task_id)
+    had = task.followup_at is not None or bool(task.followup_message)
+    if had:
+        _tasks(team).filter(pk=task.pk).update(
+            followup_at=None,
+            followup_count=0,
+            followup_max=0,
+            followup_message="",
+            followup_channel="",
+            followup_chat_id="",
+            updated_at=timezone.now(),
+        )
+        task = _reload(team, task.pk)
+        _record(task, EventType.UPDATED, actor, {"followup": "cleared"})
+    return task, had
+
+
+@transaction.atomic
+def renew_lock(team: Team, task_id: uuid.UUID | str) -> bool:
+    """The owner's heartbeat without progress: the lock of an in-progress task runs 60 minutes more."""
+    now = timezone.now()
+    return bool(
+        _tasks(team)
+        .filter(pk=task_id, status=Status.IN_PROGRESS)
+        .update(lock_expires_at=now + LOCK_DURATION, updated_at=now)
+    )
+
+
+FOLLOWUP_BATCH = 100
+
+
+def reminder_text(count: int, most: int, message: str) -> str:
+    return f"Reminder ({count}/{most}): {message}" if most else f"Reminder ({count}): {message}"
+
+
+def process_followups(tenant: Tenant, now: datetime | None = None) -> list[Task]:
+    """Send the reminders that are due in one tenant (at most 100 a run): each is a ``task.reminder``
+    event on the team's topic carrying ``Reminder (k[/max]): <message>`` for the follow-up channel and
+    chat, and an ``updated`` task event. The next one is due an interval later, or never once the
+    maximum is reached."""
+    now = now or timezone.now()
+    due = (
+        _active(tenant)
+        .filter(status=Status.IN_PROGRESS, followup_at__lte=now)
+        .filter(_open_followups())
+        .order_by("followup_at", "id")
+        .values_list("pk", "team_id", "followup_count", "followup_at")[:FOLLOWUP_BATCH]
+    )
+    sent: list[Task] = []
+    for task_id, team_id, count, at in list(due):
+        with transaction.atomic():
+            team = Team.objects.for_tenant(tenant).select_related("tenant", "lead").get(pk=team_id)
+            task = _reload(team, task_id)
+            number = count + 1
+            finished = bool(task.followup_max) and number >= task.followup_max
+            interval = timedelta(minutes=team_settings.followup_interval_minutes(team.settings or {}))
+            updated = (
+                _tasks(team)
+                .filter(pk=task_id, status=Status.IN_PROGRESS, followup_count=count, followup_at=at)
+                .update(
+                    followup_count=number,
+                    followup_at=None if finished else now + interval,
+                )
+            )
+            if updated != 1:
+                continue
+            task = _reload(team, task_id)
+            text = reminder_text(number, task.followup_max, task.followup_message)
+            _record(
+                task,
+                EventType.UPDATED,
+                BoardActor.system("ticker"),
+                {
+                    "followup": "reminder",
+                    "reminder": number,
+                    "followup_max": task.followup_max,
+                    "text": _preview(text),
+                },
+            )
+            _publish(
+                team,
+                "task.reminder",
+                {
+                    "task": str(task.pk),
+                    "identifier": task.identifier,
+                    "text": text,
+                    "channel": task.followup_channel,
+                    "chat_id": task.followup_chat_id,
+                    "agent": task.owner.key if task.owner is not None else None,
+                    "count": number,
+                    "max": task.followup_max,
+                },
+            )
+            sent.append(task)
+    return sent
+
+
+def _open_followups() -> Q:
+    """Follow-ups with reminders left: no maximum, or fewer sent than the maximum."""
+    return Q(followup_max=0) | Q(followup_count__lt=F("followup_max"))
+
+
+# --- Assignment of waiting tasks, and sending reviewed work back ------------------------------------------
+
+
+@transaction.atomic
+def reassign(team: Team, task_id: uuid.UUID | str, *, agent: Agent, actor: BoardActor) -> Task:
+    """Give a pending or blocked task to ``agent`` without starting it: it goes to that member when it
+    is dispatched (at once when pending, once its blockers finish when blocked)."""
+    if not _member(team, agent):
+        raise BoardError(f"{agent.key} is not a member of team {team.name}", code="invalid")
+    updated = (
+        _tasks(team)
+        .filter(pk=task_id, status__in=[Status.PENDING, Status.BLOCKED])
+        .update(owner=agent, updated_at=timezone.now())
+    )
+    if updated != 1:
+        raise _refusal(team, task_id, [Status.PENDING, Status.BLOCKED], "assign")
+    task = _reload(team, task_id)
+    _record(task, EventType.ASSIGNED, actor, {"owner": agent.key})
+    return task
+
+
+@transaction.atomic
+def send_back(team: Team, task_id: uuid.UUID | str, *, reason: str, actor: BoardActor) -> Task:
+    """Rejected work goes back to pending for its owner to redo (its dependents stay blocked)."""
+    reason = _check_text("reason", reason or "Rejected", REASON_MAX_CHARS)
+    return _transition(
+        team,
+        task_id,
+        action="reject",
+        source=[Status.IN_REVIEW],
+        target=Status.PENDING,
+        actor=actor,
+        event=EventType.REJECTED,
+        data={"reason": reason},
+        changes={"result": "", **_CLEARED},
+        guard={"owner__isnull": False},
     )

@@ -356,24 +356,68 @@ _SPECS: list[ToolSpec] = [
         "team_tasks",
         "teams",
         "Team task board: create, list, get, claim, complete, cancel, assign, review, approve, reject, "
-        "comment, progress, attach, ask_user, clear_ask_user, search, update, retry.",
-        {"type": "object", "properties": {"action": _s("The board action.")}, "required": ["action"]},
+        "comment (note or blocker), progress, attach, ask_user, clear_ask_user, search, update, retry. "
+        "Tasks are named by their UUID (task_id) from list or search.",
+        _schema(
+            {
+                "action": _s(
+                    "The board action: create, list, get, claim, complete, cancel, assign, review, approve, "
+                    "reject, comment, progress, attach, ask_user, clear_ask_user, search, update or retry."
+                ),
+                "task_id": _s("The task's UUID from list or search (not its number or identifier)."),
+                "subject": _s("create/update: what the task is (one deliverable).", maxLength=500),
+                "description": _s("create/update: the instructions.", maxLength=100000),
+                "priority": _i("create/update: higher runs first (default 0).", minimum=-1000, maximum=1000),
+                "blocked_by": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 64},
+                    "maxItems": 100,
+                    "description": "create/update: UUIDs of open tasks of this team that must finish first.",
+                },
+                "assignee": _s("create/assign/retry: the agent key of the member who does the task."),
+                "require_approval": _b("create: the task waits in review for approval before it runs."),
+                "task_type": _s("create: general (default), request (members, when enabled), note, …"),
+                "status": _s(
+                    "list: which tasks (default active: not completed or cancelled).",
+                    enum=["", "all", "active", "completed", "in_review"],
+                ),
+                "page": _i("list: page of 30 (default 1).", minimum=1, maximum=10000),
+                "query": _s("search: words to find in subjects and descriptions.", maxLength=500),
+                "result": _s("complete: what was done and found.", maxLength=100000),
+                "text": _s(
+                    "comment: the comment; cancel/reject: the reason; ask_user: the question; retry: new "
+                    "instructions."
+                ),
+                "type": _s("comment: note (default) or blocker (fails the task and escalates to the lead)."),
+                "percent": _i("progress: 0-100."),
+                "step": _s("progress: what is being done now.", maxLength=500),
+                "path": _s("attach: a file path (relative to the workspace).", maxLength=4096),
+            },
+            ("action",),
+        ),
         "mutating",
         requires=("membership in a team",),
-        unavailable_reason=LATER,
     ),
     ToolSpec(
         "team_message",
         "teams",
         "Team mailbox: send to a teammate, broadcast (lead only), read unread messages.",
-        {
-            "type": "object",
-            "properties": {"action": _s("send, broadcast or read.", enum=["send", "broadcast", "read"])},
-            "required": ["action"],
-        },
+        _schema(
+            {
+                "action": _s("send, broadcast or read.", enum=["send", "broadcast", "read"]),
+                "to": _s("send: the agent key of the teammate."),
+                "text": _s("send/broadcast: the message (at most 10 000 bytes)."),
+                "media": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 4096},
+                    "maxItems": 20,
+                    "description": "send/broadcast: file paths to pass along.",
+                },
+            },
+            ("action",),
+        ),
         "mutating",
         requires=("membership in a team",),
-        unavailable_reason=LATER,
     ),
     # --- media ------------------------------------------------------------------------------------
     *[
