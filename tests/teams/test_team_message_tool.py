@@ -64,6 +64,7 @@ def test_send_creates_the_message_and_its_task(crew, team_events):
         "chat",
         "Can you review my PR?",
     )
+    assert message.task_id is not None
     task = Task.objects.for_tenant(crew.team.tenant).get(pk=message.task_id)
     assert (task.task_type, task.status, task.owner, task.subject, task.chat_id) == (
         "message",
