@@ -12,7 +12,7 @@ from apps.audit.services import record
 from apps.realtime import events
 from apps.teams import team_settings
 from apps.teams.board import topic
-from apps.teams.models import Team, TeamMember
+from apps.teams.models import Team, TeamMember, TeamUserGrant
 from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError
 from apps.tenants.models import Agent
@@ -138,3 +138,88 @@ def team_archive(*, actor: Actor, team: Team) -> Team:
     team.refresh_from_db()
     _publish(actor, team, "team.archived")
     return team
+
+
+@transaction.atomic
+def team_update(
+    *,
+    actor: Actor,
+    team: Team,
+    name: str | None = None,
+    description: str | None = None,
+    settings: dict[str, Any] | None = None,
+) -> Team:
+    """Rename the team, change its description, and (validated, through ``team_update_settings``)
+    replace its settings; one audited change per call that changes anything."""
+    locked = Team.objects.for_tenant(actor.tenant).select_for_update().select_related("lead").get(pk=team.pk)
+    fields: list[str] = []
+    if name is not None:
+        name = name.strip()
+        if not name or len(name) > 255:
+            raise ServiceError(ErrorCode.INVALID, "name: 1 to 255 characters.")
+        if name != locked.name:
+            locked.name = name
+            fields.append("name")
+    if description is not None:
+        if len(description) > 5000:
+            raise ServiceError(ErrorCode.INVALID, "description: at most 5000 characters.")
+        if description != locked.description:
+            locked.description = description
+            fields.append("description")
+    if fields:
+        try:
+            with transaction.atomic():
+                locked.save(update_fields=[*fields, "updated_at"])
+        except IntegrityError:
+            raise Conflict(ErrorCode.CONFLICT, f"A team named {locked.name!r} exists already.") from None
+        _publish(actor, locked, "team.updated")
+    if settings is not None:
+        locked = team_update_settings(actor=actor, team=locked, settings=settings)
+    return locked
+
+
+def grant_data(grant: TeamUserGrant) -> dict[str, Any]:
+    return {
+        "id": str(grant.pk),
+        "team": str(grant.team_id),
+        "user_id": grant.user_id,
+        "role": grant.role,
+        "granted_by": grant.granted_by,
+        "created_at": grant.created_at.isoformat() if grant.created_at else None,
+    }
+
+
+def _publish_grant(actor: Actor, team: Team, grant: TeamUserGrant, verb: str) -> None:
+    data = grant_data(grant)
+    record(actor=actor, verb=verb, target_type="team_user_grant", target_id=str(grant.pk), data=data)
+    events.publish(tenant=actor.tenant, topic=topic(team), type=verb, data=data)
+
+
+@transaction.atomic
+def grant_create(*, actor: Actor, team: Team, user_id: str, role: str) -> TeamUserGrant:
+    """Let a human (a dashboard user or an external user id) view or act on the team's board."""
+    user_id = user_id.strip()
+    if not user_id or len(user_id) > 255:
+        raise ServiceError(ErrorCode.INVALID, "user_id: 1 to 255 characters.")
+    if role not in TeamUserGrant.Role.values:
+        raise ServiceError(ErrorCode.INVALID, f"role: one of {', '.join(TeamUserGrant.Role.values)}.")
+    grant = TeamUserGrant(
+        tenant=actor.tenant, team=team, user_id=user_id, role=role, granted_by=actor.label[:255]
+    )
+    grant.full_clean(validate_unique=False, validate_constraints=False)
+    try:
+        with transaction.atomic():
+            grant.save()
+    except IntegrityError:
+        raise Conflict(ErrorCode.CONFLICT, f"{user_id} already has a grant on {team.name}.") from None
+    _publish_grant(actor, team, grant, "team.grant_created")
+    return grant
+
+
+@transaction.atomic
+def grant_delete(*, actor: Actor, team: Team, grant: TeamUserGrant) -> None:
+    """Withdraw a human's grant on the team."""
+    deleted, _ = TeamUserGrant.objects.for_tenant(actor.tenant).filter(pk=grant.pk, team_id=team.pk).delete()
+    if not deleted:
+        raise ServiceError(ErrorCode.NOT_FOUND, "No grant with this id on this team.", status=404)
+    _publish_grant(actor, team, grant, "team.grant_deleted")

@@ -1,0 +1,78 @@
+"""Access to one team's objects inside the actor's tenant: a missing object and another tenant's (or
+another team's) give the same 404."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.http import Http404
+
+from apps.teams.board import BoardActor
+from apps.teams.models import Team, TeamMember, TeamUserGrant
+from apps.tenants.actors import Actor
+from apps.tenants.errors import ErrorCode, ServiceError
+from apps.tenants.models import Agent
+
+
+def _uuid_or_404(value: object) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise Http404 from None
+
+
+def access_team(*, actor: Actor, id: object) -> Team:
+    team = (
+        Team.objects.for_tenant(actor.tenant)
+        .select_related("tenant", "lead")
+        .filter(pk=_uuid_or_404(id))
+        .first()
+    )
+    if team is None:
+        raise Http404("No team with this id.")
+    return team
+
+
+def access_member(*, actor: Actor, team: Team, key: str) -> Agent:
+    """The agent ``key`` as a member of ``team``."""
+    member = (
+        TeamMember.objects.for_tenant(actor.tenant)
+        .select_related("agent")
+        .filter(team_id=team.pk, agent__key=key)
+        .first()
+    )
+    if member is None:
+        raise Http404(f"{key[:64]} is not a member of this team.")
+    return member.agent
+
+
+def access_grant(*, actor: Actor, team: Team, id: object) -> TeamUserGrant:
+    grant = (
+        TeamUserGrant.objects.for_tenant(actor.tenant).filter(team_id=team.pk, pk=_uuid_or_404(id)).first()
+    )
+    if grant is None:
+        raise Http404("No grant with this id on this team.")
+    return grant
+
+
+def agent_named(*, actor: Actor, field: str, key: str) -> Agent:
+    """The tenant's agent ``key`` named in a request body: a missing one (or another tenant's) is an
+    invalid input naming the field."""
+    agent = Agent.objects.for_tenant(actor.tenant).filter(key=key).first()
+    if agent is None:
+        raise ServiceError(
+            ErrorCode.INVALID,
+            f"{field}: no agent {key[:64]!r} in this tenant.",
+            details={field: ["Unknown agent."]},
+        )
+    return agent
+
+
+def board_actor(actor: Actor) -> BoardActor:
+    """How a human acting through the API or the dashboard appears on the board: the user's email, or
+    ``api-key:<prefix>`` for an API key."""
+    if actor.kind == "user" and actor.user is not None:
+        return BoardActor.human(str(getattr(actor.user, "email", "") or actor.user.get_username()))
+    if actor.kind == "api_key" and actor.api_key is not None:
+        return BoardActor.human(f"api-key:{actor.api_key.prefix}")
+    return BoardActor.system("api")
