@@ -29,7 +29,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 from django.test import Client, override_settings  # noqa: E402
 
-from bench import data, db, http_execute, measure, policy, scrub  # noqa: E402
+from bench import data, db, http_execute, measure, policy, scrub, teams  # noqa: E402
 from bench.urls import BASELINE_PATH  # noqa: E402
 from config import embedded_db  # noqa: E402
 
@@ -120,6 +120,13 @@ def main() -> int:
             db_name=BENCH_DB,
             http=not args.skip_http,
         )
+        team_lines = teams.run(
+            tenant=seeded.tenant,
+            api_key=seeded.api_key,
+            db_name=BENCH_DB,
+            seconds=args.seconds,
+            http=not args.skip_http,
+        )
     finally:
         connections.close_all()
         db.drop(settings_dict)
@@ -144,6 +151,7 @@ def main() -> int:
         print("\nExecute over HTTP (bench.http_execute):\n")
         print(http_table)
     print("\n" + "\n".join(policy_lines))
+    print("\n" + "\n".join(team_lines))
     if args.show_queries:
         for r in results:
             print(f"\n{r.label}:")
