@@ -24,7 +24,14 @@ EXECUTE = "/api/v1/runtime/execute"
 
 
 @pytest.fixture(autouse=True)
-def short_timeout(settings):
+def decision_window(settings):
+    """Long enough for a test to decide before the approval expires, on a loaded machine too."""
+    settings.TOOLGATE_APPROVAL_TIMEOUT_SECONDS = 30
+
+
+@pytest.fixture
+def quick_timeout(settings):
+    """For the tests that wait for an approval nobody gives."""
     settings.TOOLGATE_APPROVAL_TIMEOUT_SECONDS = 1
 
 
@@ -68,7 +75,7 @@ def test_a_safe_command_runs_without_asking(member_a, agent, tenant_a):
     assert not PendingApproval.objects.for_tenant(tenant_a).exists()
 
 
-def test_an_unanswered_approval_times_out_and_the_call_is_refused(member_a, agent, tenant_a):
+def test_an_unanswered_approval_times_out_and_the_call_is_refused(member_a, agent, tenant_a, quick_timeout):
     on_miss(tenant_a)
     response = run(member_a, "touch made-it", session_key="s1")
 
@@ -93,7 +100,7 @@ def test_the_timeout_message_formats_minutes_like_go(member_a, agent, tenant_a, 
     assert go_duration(2) == "2s"
 
 
-def test_package_installs_ask_with_the_default_settings(member_a, agent, tenant_a):
+def test_package_installs_ask_with_the_default_settings(member_a, agent, tenant_a, quick_timeout):
     response = run(member_a, "pip install requests")
     assert response.json()["for_llm"] == "approval timed out after 1s"
     approval = PendingApproval.objects.for_tenant(tenant_a).get()
