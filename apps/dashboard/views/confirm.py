@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from django.contrib import messages
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect, render, resolve_url
 
 from apps.dashboard.actor import DashboardRequest
 from apps.tenants.errors import ServiceError
@@ -19,20 +19,22 @@ def confirm_action(
     body: str,
     action: str,
     back: str,
-    perform: Callable[[], str],
+    perform: Callable[[], str | tuple[str, str]],
 ) -> HttpResponse:
-    """GET shows a confirmation page; POST runs ``perform`` (which returns the success message) and goes
-    back to the ``back`` URL name. A refused action (a ``ServiceError``) becomes an error message."""
+    """GET shows a confirmation page; POST runs ``perform`` and goes back to ``back`` (a URL name or a
+    URL). ``perform`` returns the success message, or the message and the URL to go to instead. A
+    refused action (a ``ServiceError``) becomes an error message."""
     if request.method == "POST":
         try:
             done = perform()
         except ServiceError as exc:
             messages.error(request, exc.message)
-        else:
-            messages.success(request, done)
-        return redirect(back)
+            return redirect(back)
+        message, target = done if isinstance(done, tuple) else (done, back)
+        messages.success(request, message)
+        return redirect(target)
     return render(
         request,
         "dashboard/confirm.html",
-        {"title": title, "body": body, "action": action, "cancel_url_name": back},
+        {"title": title, "body": body, "action": action, "cancel_url": resolve_url(back)},
     )

@@ -23,6 +23,7 @@ from django.urls import reverse
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import PolicyContextForm, PolicyEditForm, PolicyTargetForm
+from apps.dashboard.views.confirm import confirm_action
 from apps.policy import documents as docs
 from apps.policy import engine
 from apps.policy import services as policy_services
@@ -306,26 +307,6 @@ def policy_channels(request: DashboardRequest) -> HttpResponse:
 # --- Delete and rollback ------------------------------------------------------------------------------
 
 
-def _confirm(
-    request: DashboardRequest, *, title: str, body: str, action: str, back: str, perform: Any
-) -> HttpResponse:
-    """GET asks (the confirm.py pattern, with a URL to go back to); POST runs ``perform``, which returns
-    the success message and where to go."""
-    if request.method == "POST":
-        try:
-            done, target_url = perform()
-        except ServiceError as exc:
-            messages.error(request, exc.message)
-            return redirect(back)
-        messages.success(request, done)
-        return redirect(target_url)
-    return render(
-        request,
-        "dashboard/policy/confirm.html",
-        {"title": title, "body": body, "action": action, "cancel_url": back},
-    )
-
-
 def _delete(request: DashboardRequest, t: Target) -> HttpResponse:
     page = Page(t)
     if policy_services.current(request.actor.tenant, t) is None:
@@ -337,7 +318,7 @@ def _delete(request: DashboardRequest, t: Target) -> HttpResponse:
         number = saved.version.number if saved.version is not None else 0
         return f"Policy of the {t.label} deleted (version {number}).", page.back_url
 
-    return _confirm(
+    return confirm_action(
         request,
         title=f"Delete the policy of the {t.label}?",
         body=(
@@ -473,7 +454,7 @@ def policy_version_rollback(request: DashboardRequest, id: Any) -> HttpResponse:
 
     label = _scope_label(version)
     what = "delete the policy again" if version.document is None else "restore its document"
-    return _confirm(
+    return confirm_action(
         request,
         title=f"Roll the {label} policy back to version {version.number}?",
         body=f"This will {what} as a new version; the versions in between stay in the history.",
