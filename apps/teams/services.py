@@ -10,9 +10,9 @@ from django.db import IntegrityError, transaction
 
 from apps.audit.services import record
 from apps.realtime import events
-from apps.teams import team_settings
-from apps.teams.board import topic
-from apps.teams.models import Team, TeamMember, TeamUserGrant
+from apps.teams import board, dispatch, team_settings
+from apps.teams.board import BoardActor, BoardError, topic
+from apps.teams.models import Escalation, Task, Team, TeamMember, TeamUserGrant
 from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError
 from apps.tenants.models import Agent
@@ -223,3 +223,153 @@ def grant_delete(*, actor: Actor, team: Team, grant: TeamUserGrant) -> None:
     if not deleted:
         raise ServiceError(ErrorCode.NOT_FOUND, "No grant with this id on this team.", status=404)
     _publish_grant(actor, team, grant, "team.grant_deleted")
+
+
+# --- humans on the board ------------------------------------------------------------------------------
+#
+# A human (dashboard user or API key) acts on the board through the same state machine as agents, as a
+# ``human`` board actor; each action is also written to the tenant's audit log, in its transaction. The
+# review workflow matches the team_tasks tool's: approving or rejecting leaves a comment, reviewed work
+# sent back goes to its owner again with the feedback, and work that becomes runnable for an owner is
+# dispatched at once (``task.dispatched``).
+
+
+def human_actor(actor: Actor) -> BoardActor:
+    """How a human appears on the board: the user's email, or ``api-key:<prefix>`` for an API key."""
+    if actor.kind == "user" and actor.user is not None:
+        return BoardActor.human(str(getattr(actor.user, "email", "") or actor.user.get_username()))
+    if actor.kind == "api_key" and actor.api_key is not None:
+        return BoardActor.human(f"api-key:{actor.api_key.prefix}")
+    return BoardActor.system("api")
+
+
+def _audit_task(actor: Actor, verb: str, team: Team, task_id: Any, **data: Any) -> None:
+    record(
+        actor=actor,
+        verb=f"team.task.{verb}",
+        target_type="team_task",
+        target_id=str(task_id),
+        data={"team": str(team.pk), **data},
+    )
+
+
+def _state(task: Task) -> dict[str, Any]:
+    return {"identifier": task.identifier, "status": task.status}
+
+
+def _dispatch_if_runnable(
+    team: Team, task: Task, who: BoardActor, *, reason: str, feedback: str = ""
+) -> Task:
+    """A pending task with a member as owner goes to that owner now (the lead is never dispatched)."""
+    if task.status == Task.Status.PENDING and task.owner_id is not None and task.owner_id != team.lead_id:
+        return dispatch.assign_and_dispatch(team, task.pk, actor=who, reason=reason, feedback=feedback)
+    return task
+
+
+@transaction.atomic
+def task_create(*, actor: Actor, team: Team, owner: Agent | None = None, **fields: Any) -> Task:
+    """A task created by a human; one with an owner is dispatched to it at once when it can start."""
+    who = human_actor(actor)
+    task = board.create_task(team, actor=who, owner=owner, **fields)
+    task = _dispatch_if_runnable(team, task, who, reason="assigned")
+    _audit_task(actor, "created", team, task.pk, subject=task.subject, **_state(task))
+    return task
+
+
+@transaction.atomic
+def task_update(*, actor: Actor, team: Team, task_id: Any, **changes: Any) -> Task:
+    task = board.update(team, task_id, actor=human_actor(actor), **changes)
+    _audit_task(actor, "updated", team, task.pk, fields=sorted(changes), **_state(task))
+    return task
+
+
+@transaction.atomic
+def task_delete(*, actor: Actor, team: Team, task_id: Any) -> None:
+    task = board.get_task(team, task_id)
+    board.delete(team, task.pk, actor=human_actor(actor))
+    _audit_task(actor, "deleted", team, task.pk, identifier=task.identifier, subject=task.subject[:200])
+
+
+@transaction.atomic
+def task_assign(*, actor: Actor, team: Team, task_id: Any, agent: Agent) -> Task:
+    """A pending task goes to a member, in progress, and is dispatched to it."""
+    who = human_actor(actor)
+    task = board.assign(team, task_id, agent=agent, actor=who)
+    task = dispatch.dispatch(team, task.pk, actor=who, reason="assigned")
+    _audit_task(actor, "assigned", team, task.pk, agent=agent.key, **_state(task))
+    return task
+
+
+@transaction.atomic
+def task_cancel(*, actor: Actor, team: Team, task_id: Any, reason: str) -> Task:
+    task = board.cancel(team, task_id, reason=reason, actor=human_actor(actor))
+    _audit_task(actor, "cancelled", team, task.pk, reason=reason, **_state(task))
+    return task
+
+
+@transaction.atomic
+def task_retry(*, actor: Actor, team: Team, task_id: Any, note: str = "") -> Task:
+    """Reopen a stale, failed, cancelled, in-review or completed task and dispatch it to its owner again
+    with the note (a task without an owner goes back to pending for any member to claim)."""
+    task = board.get_task(team, task_id)
+    if task.owner_id is not None and task.owner_id == team.lead_id:
+        raise BoardError(
+            "cannot retry: the task belongs to the team lead, who is never dispatched tasks; assign it "
+            "to a member instead"
+        )
+    task = dispatch.retry(team, task.pk, actor=human_actor(actor), note=note)
+    _audit_task(actor, "retried", team, task.pk, note=note, **_state(task))
+    return task
+
+
+@transaction.atomic
+def task_approve(*, actor: Actor, team: Team, task_id: Any) -> Task:
+    """Reviewed work is completed; a task that waited for approval before it ran becomes pending (and
+    goes to its owner at once). A comment records the approval."""
+    who = human_actor(actor)
+    task = board.approve(team, task_id, actor=who)
+    board.comment(team, task.pk, actor=who, text=f"Task approved (status: {task.status}).")
+    task = _dispatch_if_runnable(team, board.get_task(team, task.pk), who, reason="assigned")
+    _audit_task(actor, "approved", team, task.pk, **_state(task))
+    return task
+
+
+@transaction.atomic
+def task_reject(*, actor: Actor, team: Team, task_id: Any, reason: str) -> Task:
+    """A comment records the rejection; work with an owner goes back to that owner with the reason as
+    feedback, and a task without one is cancelled (its dependents unblocked)."""
+    who = human_actor(actor)
+    task = board.get_task(team, task_id)
+    if task.status != Task.Status.IN_REVIEW:
+        raise BoardError(f"cannot reject: the task is {task.status}, not in_review")
+    board.comment(team, task.pk, actor=who, text=f"Task rejected. Reason: {reason}")
+    if task.owner_id is not None and task.owner_id != team.lead_id:
+        board.send_back(team, task.pk, reason=reason, actor=who)
+        task = dispatch.assign_and_dispatch(team, task.pk, actor=who, reason="rejected", feedback=reason)
+    else:
+        task = board.reject(team, task.pk, reason=reason, actor=who)
+    _audit_task(actor, "rejected", team, task.pk, reason=reason, **_state(task))
+    return task
+
+
+@transaction.atomic
+def task_comment(*, actor: Actor, team: Team, task_id: Any, text: str, kind: str) -> board.Commented:
+    """A note, or a blocker (which fails an in-progress task and escalates, see ``board.comment``)."""
+    done = board.comment(team, task_id, actor=human_actor(actor), text=text, kind=kind)
+    _audit_task(
+        actor, "commented", team, done.task.pk, comment_type=kind, failed=done.failed, **_state(done.task)
+    )
+    return done
+
+
+@transaction.atomic
+def escalation_resolve(*, actor: Actor, team: Team, escalation_id: Any) -> Escalation:
+    escalation = board.resolve_escalation(team, escalation_id, actor=human_actor(actor))
+    record(
+        actor=actor,
+        verb="team.escalation.resolved",
+        target_type="team_escalation",
+        target_id=str(escalation.pk),
+        data={"team": str(team.pk), "task": str(escalation.task_id)},
+    )
+    return escalation

@@ -298,8 +298,9 @@ def test_create_task_in_each_starting_status_with_its_event(hand, tenant_a, crew
         ),
         201,
     )
+    # an owner gets the task at once (in progress, dispatched to its runner)
     assert (assigned["status"], assigned["owner"], assigned["priority"], assigned["task_type"]) == (
-        "pending",
+        "in_progress",
         crew.bob.key,
         7,
         "review",
@@ -312,6 +313,11 @@ def test_create_task_in_each_starting_status_with_its_event(hand, tenant_a, crew
     assert (other_chat["number"], other_chat["chat_id"]) == (1, "chat-9")
 
     assert _events(tenant_a, plain["id"]) == [("created", "human", actor_id, None)]
+    assert _events(tenant_a, assigned["id"]) == [
+        ("created", "human", actor_id, None),
+        ("assigned", "human", actor_id, None),
+        ("dispatched", "human", actor_id, None),
+    ]
     event = TaskEvent.objects.for_tenant(tenant_a).get(task_id=plain["id"])
     assert (event.tenant_id, event.team_id, event.task_identifier) == (
         tenant_a.pk,
@@ -439,7 +445,10 @@ def test_assign_a_pending_task_and_refusals(hand, tenant_a, crew):
     done = _ok(client.post(_task(crew, task) + "/assign", {"agent": crew.bob.key}, format="json"))
     assert (done["status"], done["owner"]) == ("in_progress", crew.bob.key)
     assert done["lock_expires_at"] is not None
-    assert _events(tenant_a, task)[-1] == ("assigned", "human", actor_id, None)
+    assert _events(tenant_a, task)[-2:] == [
+        ("assigned", "human", actor_id, None),
+        ("dispatched", "human", actor_id, None),
+    ]
 
     before = tenant_state(tenant_a)
     error = _error(
@@ -495,29 +504,42 @@ def test_cancel_unblocks_dependents_and_refuses_a_finished_task(hand, tenant_a, 
     assert tenant_state(tenant_a) == before
 
 
-def test_retry_reopens_failed_and_completed_work_and_refuses_pending(hand, tenant_a, crew):
+def test_retry_reopens_and_dispatches_to_the_owner_and_refuses_open_work(hand, tenant_a, crew):
     client, actor_id = hand
     failed = _in_progress(crew, "Flaky")
     board.fail(crew.team, failed.pk, message="timeout", actor=crew.as_alice)
     retried = _ok(client.post(_task(crew, failed) + "/retry", {"reason": "with more memory"}, format="json"))
-    assert (retried["status"], retried["owner"], retried["result"]) == ("pending", crew.alice.key, "")
-    assert _events(tenant_a, failed)[-1] == ("retried", "human", actor_id, {"reason": "with more memory"})
+    assert (retried["status"], retried["owner"], retried["result"]) == ("in_progress", crew.alice.key, "")
+    assert _events(tenant_a, failed)[-3:] == [
+        ("retried", "human", actor_id, {"reason": "with more memory"}),
+        ("assigned", "human", actor_id, None),
+        ("dispatched", "human", actor_id, None),
+    ]
 
     done = _in_progress(crew, "Done")
     board.complete(crew.team, done.pk, result="ok", actor=crew.as_alice)
-    assert _ok(client.post(_task(crew, done) + "/retry", None, format="json"))["status"] == "pending"
-    assert _events(tenant_a, done)[-1] == ("retried", "human", actor_id, None)
+    assert _ok(client.post(_task(crew, done) + "/retry", None, format="json"))["status"] == "in_progress"
+    assert _events(tenant_a, done)[-3][:2] == ("retried", "human")
+
+    nobody = board.create_task(crew.team, actor=crew.as_lead, subject="Unowned")
+    board.cancel(crew.team, nobody.pk, reason="later", actor=crew.as_lead)
+    reopened = _ok(client.post(_task(crew, nobody) + "/retry", {}, format="json"))
+    assert (reopened["status"], reopened["owner"]) == ("pending", None)  # any member may claim it
 
     before = tenant_state(tenant_a)
     error = _error(client.post(_task(crew, done) + "/retry", {}, format="json"), 409, "conflict")
-    assert (
-        error["message"]
-        == "cannot retry: the task is pending, not cancelled or completed or failed or in_review or stale"
+    assert error["message"] == (
+        "cannot retry: the task is in_progress, not cancelled or completed or failed or in_review or stale"
     )
+    leads = board.create_task(crew.team, actor=crew.as_lead, subject="Lead's own", owner=crew.lead)
+    board.cancel(crew.team, leads.pk, reason="x", actor=crew.as_lead)
+    before = tenant_state(tenant_a)
+    error = _error(client.post(_task(crew, leads) + "/retry", {}, format="json"), 409, "conflict")
+    assert "belongs to the team lead" in error["message"]
     assert tenant_state(tenant_a) == before
 
 
-def test_review_flow_approve_before_and_after_the_work_and_reject(hand, tenant_a, crew):
+def test_review_flow_approve_before_and_after_the_work(hand, tenant_a, crew):
     client, actor_id = hand
     gated = _ok(
         client.post(
@@ -528,7 +550,15 @@ def test_review_flow_approve_before_and_after_the_work_and_reject(hand, tenant_a
     url = _task(crew, gated["id"])
     # approved before it ever ran: the work still has to happen
     assert _ok(client.post(url + "/approve", None, format="json"))["status"] == "pending"
-    assert _events(tenant_a, gated["id"])[-1] == ("approved", "human", actor_id, None)
+    assert _events(tenant_a, gated["id"])[-2:] == [
+        ("approved", "human", actor_id, None),
+        (
+            "commented",
+            "human",
+            actor_id,
+            {"comment_text": "Task approved (status: pending).", "comment_type": "note"},
+        ),
+    ]
     _ok(client.post(url + "/assign", {"agent": crew.alice.key}, format="json"))
     board.review(crew.team, gated["id"], actor=crew.as_alice)
     # approving reviewed work completes it
@@ -537,26 +567,97 @@ def test_review_flow_approve_before_and_after_the_work_and_reject(hand, tenant_a
     assert [e[0] for e in _events(tenant_a, gated["id"])] == [
         "created",
         "approved",
+        "commented",
         "assigned",
+        "dispatched",
         "reviewed",
         "approved",
+        "commented",
     ]
 
+    # a task approved before it ran that has an owner goes to it at once
+    owned = board.create_task(
+        crew.team, actor=crew.as_lead, subject="Rent a van", owner=crew.bob, require_approval=True
+    )
+    sent = _ok(client.post(_task(crew, owned) + "/approve", None, format="json"))
+    assert (sent["status"], sent["owner"]) == ("in_progress", crew.bob.key)
+    assert [e[0] for e in _events(tenant_a, owned)][-3:] == ["commented", "assigned", "dispatched"]
+
+
+def test_reject_sends_owned_work_back_and_cancels_unowned_work(hand, tenant_a, crew):
+    client, actor_id = hand
     work = _in_progress(crew, "Draft the plan")
     follow = board.create_task(
         crew.team, actor=crew.as_lead, subject="Execute the plan", blocked_by=[work.pk]
     )
     board.review(crew.team, work.pk, actor=crew.as_alice)
-    rejected = _ok(client.post(_task(crew, work) + "/reject", {"reason": "Too vague"}, format="json"))
-    assert (rejected["status"], rejected["result"]) == ("cancelled", "Too vague")
-    assert _events(tenant_a, work)[-1] == ("rejected", "human", actor_id, {"reason": "Too vague"})
-    assert _status(tenant_a, follow) == "pending"
+    sent_back = _ok(client.post(_task(crew, work) + "/reject", {"reason": "Too vague"}, format="json"))
+    assert (sent_back["status"], sent_back["owner"]) == ("in_progress", crew.alice.key)
+    assert _events(tenant_a, work)[-4:] == [
+        (
+            "commented",
+            "human",
+            actor_id,
+            {"comment_text": "Task rejected. Reason: Too vague", "comment_type": "note"},
+        ),
+        ("rejected", "human", actor_id, {"reason": "Too vague"}),
+        ("assigned", "human", actor_id, None),
+        ("dispatched", "human", actor_id, None),
+    ]
+    dispatched = TaskEvent.objects.for_tenant(tenant_a).filter(task_id=work.pk, event_type="dispatched").get()
+    assert dispatched.tenant_id == tenant_a.pk
+    assert _status(tenant_a, follow) == "blocked"  # its blocker is being redone
+
+    gated = board.create_task(crew.team, actor=crew.as_lead, subject="Spend money", require_approval=True)
+    waiting = board.create_task(
+        crew.team, actor=crew.as_lead, subject="After the money", blocked_by=[gated.pk]
+    )
+    rejected = _ok(client.post(_task(crew, gated) + "/reject", {}, format="json"))
+    assert (rejected["status"], rejected["result"]) == ("cancelled", "Rejected by user")
+    assert _events(tenant_a, gated)[-1] == ("rejected", "human", actor_id, {"reason": "Rejected by user"})
+    assert _status(tenant_a, waiting) == "pending"
 
     before = tenant_state(tenant_a)
     for action in ("approve", "reject"):
-        error = _error(client.post(_task(crew, follow) + f"/{action}", {}, format="json"), 409, "conflict")
+        error = _error(client.post(_task(crew, waiting) + f"/{action}", {}, format="json"), 409, "conflict")
         assert error["message"] == f"cannot {action}: the task is pending, not in_review"
     assert tenant_state(tenant_a) == before
+
+
+def test_human_board_actions_are_in_the_tenants_audit_log(hand, admin_a, tenant_a, crew):
+    client, _ = hand
+    created = _ok(client.post(_team(crew) + "/tasks/", {"subject": "Audited"}, format="json"), 201)
+    url = _task(crew, created["id"])
+    _ok(client.patch(url + "/", {"priority": 2}, format="json"))
+    _ok(client.post(url + "/assign", {"agent": crew.alice.key}, format="json"))
+    _ok(client.post(url + "/comment", {"text": "stuck", "type": "blocker"}, format="json"), 201)
+    escalation = Escalation.objects.for_tenant(tenant_a).get()
+    _ok(client.post(url + "/retry", {"reason": "try again"}, format="json"))
+    _ok(client.post(url + "/cancel", {"reason": "stop"}, format="json"))
+    _ok(client.post(_team(crew) + f"/escalations/{escalation.pk}/resolve", None, format="json"))
+    assert client.delete(url + "/").status_code == 204
+    rows = (
+        AuditEvent.objects.for_tenant(tenant_a).filter(verb__startswith="team.").exclude(verb="team.created")
+    )
+    assert [(r.verb, r.actor_kind) for r in rows.order_by("created_at", "id")] == [
+        ("team.task.created", "api_key"),
+        ("team.task.updated", "api_key"),
+        ("team.task.assigned", "api_key"),
+        ("team.task.commented", "api_key"),
+        ("team.task.retried", "api_key"),
+        ("team.task.cancelled", "api_key"),
+        ("team.escalation.resolved", "api_key"),
+        ("team.task.deleted", "api_key"),
+    ]
+    commented = rows.get(verb="team.task.commented")
+    assert (commented.target_id, commented.data["failed"], commented.data["status"]) == (
+        created["id"],
+        True,
+        "failed",
+    )
+    before = AuditEvent.objects.for_tenant(tenant_a).count()
+    _error(client.post(url + "/cancel", {}, format="json"), 404, "not_found")
+    assert AuditEvent.objects.for_tenant(tenant_a).count() == before
 
 
 def test_comments_are_bounded_and_recorded(hand, tenant_a, crew):

@@ -7,7 +7,6 @@ import uuid
 
 from django.http import Http404
 
-from apps.teams.board import BoardActor
 from apps.teams.models import Team, TeamMember, TeamUserGrant
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ErrorCode, ServiceError
@@ -66,13 +65,3 @@ def agent_named(*, actor: Actor, field: str, key: str) -> Agent:
             details={field: ["Unknown agent."]},
         )
     return agent
-
-
-def board_actor(actor: Actor) -> BoardActor:
-    """How a human acting through the API or the dashboard appears on the board: the user's email, or
-    ``api-key:<prefix>`` for an API key."""
-    if actor.kind == "user" and actor.user is not None:
-        return BoardActor.human(str(getattr(actor.user, "email", "") or actor.user.get_username()))
-    if actor.kind == "api_key" and actor.api_key is not None:
-        return BoardActor.human(f"api-key:{actor.api_key.prefix}")
-    return BoardActor.system("api")

@@ -3,7 +3,8 @@ search, detail and every human action (members); escalations and the task event 
 
 Every route under ``teams/<id>/`` resolves the team inside the caller's tenant first, so another
 tenant's team (or a task of another team) is 404 whatever the method. Task actions go through the
-board's state machine (``apps.teams.board``) as the human ``<email>`` or ``api-key:<prefix>``; a refusal
+board's state machine (``apps.teams.board``, by way of the audited services of ``apps.teams.services``)
+as the human ``<email>`` or ``api-key:<prefix>``; a refusal
 keeps the board's message: 409 for a task in the wrong state, 400 for invalid input, 404 for a task
 not on this board.
 """
@@ -19,9 +20,9 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.teams import board, selectors, services
+from apps.teams import selectors, services
 from apps.teams.api import serializers as s
-from apps.teams.api.access import access_grant, access_member, access_team, agent_named, board_actor
+from apps.teams.api.access import access_grant, access_member, access_team, agent_named
 from apps.teams.api.pagination import TaskPagination
 from apps.teams.board import BoardError
 from apps.teams.models import Escalation, Task, TaskEvent, Team, TeamMember, TeamUserGrant
@@ -228,7 +229,7 @@ class TaskViewSet(TeamScopedViewSet):
         data = _body(s.TaskCreateInput, request)
         owner_key = data.pop("owner")
         owner = None if owner_key is None else agent_named(actor=self.actor, field="owner", key=owner_key)
-        task = board.create_task(self.team, actor=board_actor(self.actor), owner=owner, **data)
+        task = services.task_create(actor=self.actor, team=self.team, owner=owner, **data)
         response = self._task(task)
         response.status_code = status.HTTP_201_CREATED
         return response
@@ -236,50 +237,56 @@ class TaskViewSet(TeamScopedViewSet):
     @extend_schema(request=s.TaskUpdateInput, responses={200: s.TaskOutput})
     def partial_update(self, request: Request, pk: str, task_id: str) -> Response:
         data = _body(s.TaskUpdateInput, request)
-        return self._task(board.update(self.team, task_id, actor=board_actor(self.actor), **data))
+        return self._task(services.task_update(actor=self.actor, team=self.team, task_id=task_id, **data))
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, pk: str, task_id: str) -> Response:
-        board.delete(self.team, task_id, actor=board_actor(self.actor))
+        services.task_delete(actor=self.actor, team=self.team, task_id=task_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=s.AssignInput, responses={200: s.TaskOutput})
     def assign(self, request: Request, pk: str, task_id: str) -> Response:
-        """A pending task goes to a member, in progress."""
+        """A pending task goes to a member, in progress, and is dispatched to it."""
         agent = agent_named(actor=self.actor, field="agent", key=_body(s.AssignInput, request)["agent"])
-        return self._task(board.assign(self.team, task_id, agent=agent, actor=board_actor(self.actor)))
+        task = services.task_assign(actor=self.actor, team=self.team, task_id=task_id, agent=agent)
+        return self._task(task)
 
     @extend_schema(request=s.ReasonInput, responses={200: s.TaskOutput})
     def cancel(self, request: Request, pk: str, task_id: str) -> Response:
         """Any task not completed or cancelled is cancelled; its dependents are unblocked."""
         reason = _body(s.ReasonInput, request)["reason"] or "Cancelled by user"
-        return self._task(board.cancel(self.team, task_id, reason=reason, actor=board_actor(self.actor)))
+        task = services.task_cancel(actor=self.actor, team=self.team, task_id=task_id, reason=reason)
+        return self._task(task)
 
     @extend_schema(request=s.ReasonInput, responses={200: s.TaskOutput})
     def retry(self, request: Request, pk: str, task_id: str) -> Response:
-        """A stale, failed, cancelled, in-review or completed task goes back to pending (same owner);
-        its open escalations count as retried."""
+        """A stale, failed, cancelled, in-review or completed task is reopened and dispatched to its
+        owner again with the reason as new instructions (without an owner it waits, pending, for any
+        member to claim it); its open escalations count as retried."""
         note = _body(s.ReasonInput, request)["reason"]
-        return self._task(board.reset(self.team, task_id, actor=board_actor(self.actor), note=note))
+        return self._task(services.task_retry(actor=self.actor, team=self.team, task_id=task_id, note=note))
 
     @extend_schema(request=None, responses={200: s.TaskOutput})
     def approve(self, request: Request, pk: str, task_id: str) -> Response:
-        """Reviewed work is completed; a task waiting for approval before it ran becomes pending."""
-        return self._task(board.approve(self.team, task_id, actor=board_actor(self.actor)))
+        """Reviewed work is completed; a task waiting for approval before it ran becomes pending (and
+        goes to its owner at once). A comment records the approval."""
+        return self._task(services.task_approve(actor=self.actor, team=self.team, task_id=task_id))
 
     @extend_schema(request=s.ReasonInput, responses={200: s.TaskOutput})
     def reject(self, request: Request, pk: str, task_id: str) -> Response:
-        """A task in review is cancelled with the reason; its dependents are unblocked."""
+        """Work in review with an owner goes back to that owner with the reason as feedback; without
+        an owner the task is cancelled (its dependents unblocked). A comment records the rejection."""
         reason = _body(s.ReasonInput, request)["reason"] or "Rejected by user"
-        return self._task(board.reject(self.team, task_id, reason=reason, actor=board_actor(self.actor)))
+        task = services.task_reject(actor=self.actor, team=self.team, task_id=task_id, reason=reason)
+        return self._task(task)
 
     @extend_schema(request=s.CommentInput, responses={201: s.CommentedOutput})
     def comment(self, request: Request, pk: str, task_id: str) -> Response:
         """A note, or a blocker: a blocker on an in-progress task fails it and escalates to the lead
         (unless the team turned escalation off)."""
         data = _body(s.CommentInput, request)
-        done = board.comment(
-            self.team, task_id, actor=board_actor(self.actor), text=data["text"], kind=data["type"]
+        done = services.task_comment(
+            actor=self.actor, team=self.team, task_id=task_id, text=data["text"], kind=data["type"]
         )
         body = {
             "comment": done.comment,
@@ -315,7 +322,7 @@ class EscalationViewSet(TeamScopedViewSet):
     @extend_schema(request=None, responses={200: s.EscalationOutput})
     def resolve(self, request: Request, pk: str, escalation_id: str) -> Response:
         """Mark the escalation resolved (409 when it already is)."""
-        board.resolve_escalation(self.team, escalation_id, actor=board_actor(self.actor))
+        services.escalation_resolve(actor=self.actor, team=self.team, escalation_id=escalation_id)
         return Response(s.EscalationOutput(self.get_queryset().get(pk=escalation_id)).data)
 
 
