@@ -842,6 +842,14 @@ def test_task_list_filters(viewer_a, crew, stocked):
     assert _subjects(viewer_a, url + "?status=pending&owner=" + crew.bob.key) == ["Bob's chore"]
 
 
+def test_a_list_cuts_long_results_and_the_detail_has_them_whole(viewer_a, crew):
+    task = _in_progress(crew, "Long report")
+    board.complete(crew.team, task.pk, result="r" * 2000, actor=crew.as_alice)
+    listed = _ok(viewer_a.get(_team(crew) + "/tasks/?status=completed"))["results"]
+    assert [t["result"] for t in listed] == ["r" * 500 + "…"]
+    assert _ok(viewer_a.get(_task(crew, task) + "/"))["result"] == "r" * 2000
+
+
 def test_task_search_is_full_text_with_prefixes_and_ranked(viewer_a, crew, stocked):
     url = _team(crew) + "/tasks/?q="
     assert sorted(_subjects(viewer_a, url + "deploy")) == ["Deploy the API", "Write deployment docs"]

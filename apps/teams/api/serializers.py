@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from apps.teams import board
 from apps.teams.models import Escalation, Task, TaskComment, TaskEvent, TeamUserGrant
-from apps.teams.selectors import TaskDetail
+from apps.teams.selectors import TaskDetail, truncate_result
 from apps.tenants.api.base import StrictSerializer
 
 AGENT_KEY_MAX = 64
@@ -132,6 +132,15 @@ class TaskOutput(serializers.Serializer):  # type: ignore[type-arg]
     followup_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+class TaskListOutput(TaskOutput):
+    """A task in a list: its result cut to the first 500 characters (the detail has all of it)."""
+
+    def to_representation(self, instance: Task) -> dict[str, Any]:
+        body: dict[str, Any] = super().to_representation(instance)
+        body["result"] = truncate_result(body["result"], board.PREVIEW_CHARS)
+        return body
 
 
 class BlockerOutput(serializers.Serializer):  # type: ignore[type-arg]

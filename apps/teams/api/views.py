@@ -171,7 +171,7 @@ class TeamMemberViewSet(TeamScopedViewSet):
 
 
 @extend_schema_view(
-    list=extend_schema(parameters=[s.TaskFilterInput], responses={200: s.TaskOutput(many=True)}),
+    list=extend_schema(parameters=[s.TaskFilterInput], responses={200: s.TaskListOutput(many=True)}),
 )
 class TaskViewSet(TeamScopedViewSet):
     """A team's task board. Viewers read (list with filters, search and paging; a task with its
@@ -211,7 +211,7 @@ class TaskViewSet(TeamScopedViewSet):
 
     def list(self, request: Request, pk: str) -> Response:
         page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(s.TaskOutput(page, many=True).data)
+        return self.get_paginated_response(s.TaskListOutput(page, many=True).data)
 
     @extend_schema(responses={200: s.TaskDetailOutput})
     def retrieve(self, request: Request, pk: str, task_id: str) -> Response:
