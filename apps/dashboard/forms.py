@@ -13,6 +13,8 @@ from apps.policy.documents import MAX_DOCUMENT_BYTES
 from apps.policy.models import Scope
 from apps.runtime.config import DEFAULTS, SANDBOX_MODES
 from apps.runtime.config import validate as validate_runtime
+from apps.teams import team_settings
+from apps.teams.models import Escalation, TaskComment, TaskEvent, Team
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent, agent_key_validator
 from apps.tenants.roles import Role, role_at_least
@@ -381,3 +383,236 @@ class PolicyTargetForm(DashboardForm):
         except ServiceError as exc:
             self.add_error("channel", exc.message)
         return cleaned
+
+
+# --- teams ----------------------------------------------------------------------------------------------
+
+
+def _agent_choices(agents: list[Agent]) -> list[tuple[str, str]]:
+    return [(a.key, a.key if a.name == a.key else f"{a.key} · {a.name}") for a in agents]
+
+
+class TeamCreateForm(DashboardForm):
+    """A new team: its name, its lead and its members (the tenant's agents)."""
+
+    name = forms.CharField(max_length=255)
+    description = forms.CharField(max_length=5000, required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    lead = forms.ChoiceField(help_text="The agent that plans and hands out the work; it leads one team only.")
+    members = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple,
+        help_text="At least one besides the lead.",
+    )
+
+    def __init__(self, *args: Any, agents: list[Agent], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.agents = {a.key: a for a in agents}
+        choices = _agent_choices(agents)
+        self.fields["lead"].choices = [("", "Choose the lead"), *choices]  # type: ignore[attr-defined]
+        self.fields["members"].choices = choices  # type: ignore[attr-defined]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        lead, members = cleaned.get("lead"), cleaned.get("members") or []
+        if lead and members and not [m for m in members if m != lead]:
+            self.add_error("members", "Choose at least one member besides the lead.")
+        return cleaned
+
+    def lead_agent(self) -> Agent:
+        return self.agents[self.cleaned_data["lead"]]
+
+    def member_agents(self) -> list[Agent]:
+        return [self.agents[key] for key in self.cleaned_data["members"]]
+
+
+class TeamSettingsForm(DashboardForm):
+    """A team's name and description, and the settings that matter most as fields; the keys the form
+    does not show (access lists, workspace) are kept as they are."""
+
+    name = forms.CharField(max_length=255)
+    description = forms.CharField(max_length=5000, required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    blocker_escalation = forms.BooleanField(
+        required=False,
+        label="Escalate blockers to the lead",
+        help_text="A blocker comment on a task in progress always fails it; with this on, the lead is told "
+        "and can retry it with new instructions.",
+    )
+    member_requests = forms.BooleanField(
+        required=False, label="Members may ask for work", help_text="Members can create tasks for the team."
+    )
+    member_requests_auto_dispatch = forms.BooleanField(
+        required=False, label="Dispatch member requests at once"
+    )
+    followup_interval_minutes = forms.IntegerField(
+        min_value=1,
+        max_value=7 * 24 * 60,
+        label="Follow-up interval (minutes)",
+        help_text="How often a task waiting for the user reminds them.",
+    )
+    followup_max_reminders = forms.IntegerField(
+        min_value=0, max_value=1000, label="Follow-up reminders at most", help_text="0: until answered."
+    )
+    escalation_mode = forms.ChoiceField(
+        choices=[("", "Not set"), *((m, m) for m in team_settings.ESCALATION_MODES)], required=False
+    )
+    notification_mode = forms.ChoiceField(
+        choices=[
+            ("direct", "direct: to the chat the task came from"),
+            ("leader", "leader: through the lead"),
+        ],
+        label="Notifications go",
+    )
+    notify = forms.MultipleChoiceField(
+        choices=[(k, k.replace("_", " ")) for k in team_settings.NOTIFICATION_KEYS],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Notify on",
+    )
+
+    def __init__(self, *args: Any, current: dict[str, Any], **kwargs: Any) -> None:
+        """``current``: the team's stored settings, the base the form's values are written over."""
+        self.current = dict(current)
+        super().__init__(*args, **kwargs)
+
+    @staticmethod
+    def initial_for(team: Team) -> dict[str, Any]:
+        stored = team.settings or {}
+        enabled, auto = team_settings.member_requests(stored)
+        notifications = team_settings.notifications(stored)
+        return {
+            "name": team.name,
+            "description": team.description,
+            "blocker_escalation": team_settings.blocker_escalation(stored),
+            "member_requests": enabled,
+            "member_requests_auto_dispatch": auto,
+            "followup_interval_minutes": team_settings.followup_interval_minutes(stored),
+            "followup_max_reminders": team_settings.followup_max_reminders(stored),
+            "escalation_mode": stored.get("escalation_mode", ""),
+            "notification_mode": notifications["mode"],
+            "notify": [k for k in team_settings.NOTIFICATION_KEYS if notifications.get(k)],
+        }
+
+    def settings(self) -> dict[str, Any]:
+        """The settings document to save: the stored one with the form's keys replaced."""
+        data = self.cleaned_data
+        result = {
+            **self.current,
+            "blocker_escalation": {"enabled": data["blocker_escalation"]},
+            "member_requests": {
+                "enabled": data["member_requests"],
+                "auto_dispatch": data["member_requests_auto_dispatch"],
+            },
+            "followup_interval_minutes": data["followup_interval_minutes"],
+            "followup_max_reminders": data["followup_max_reminders"],
+            "notifications": {
+                "mode": data["notification_mode"],
+                **{k: k in data["notify"] for k in team_settings.NOTIFICATION_KEYS},
+            },
+        }
+        if data.get("escalation_mode"):
+            result["escalation_mode"] = data["escalation_mode"]
+        else:
+            result.pop("escalation_mode", None)
+        return result
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        for key, messages in team_settings.validate(self.settings()).items():
+            for message in messages:
+                self.add_error(None, f"{key}: {message}")
+        return cleaned
+
+
+class TeamMemberAddForm(DashboardForm):
+    agent = forms.ChoiceField(label="Agent")
+
+    def __init__(self, *args: Any, agents: list[Agent], **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "member_%s")
+        super().__init__(*args, **kwargs)
+        self.agents = {a.key: a for a in agents}
+        self.fields["agent"].choices = _agent_choices(agents)  # type: ignore[attr-defined]
+
+
+class TaskCreateForm(DashboardForm):
+    subject = forms.CharField(max_length=500)
+    description = forms.CharField(
+        max_length=100_000, required=False, widget=forms.Textarea(attrs={"rows": 5})
+    )
+    priority = forms.IntegerField(min_value=-1000, max_value=1000, initial=0, help_text="Higher runs first.")
+    owner = forms.ChoiceField(
+        required=False,
+        help_text="Leave empty for any member to claim it; an owner gets it at once when it can start.",
+    )
+    chat_id = forms.CharField(
+        max_length=255, required=False, label="Chat id", help_text="The conversation it belongs to, if any."
+    )
+    require_approval = forms.BooleanField(
+        required=False, label="Needs approval first", help_text="It waits in review until a human approves."
+    )
+
+    def __init__(self, *args: Any, members: list[Agent], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.members = {a.key: a for a in members}
+        choices = [("", "Nobody yet"), *_agent_choices(members)]
+        self.fields["owner"].choices = choices  # type: ignore[attr-defined]
+
+    def owner_agent(self) -> Agent | None:
+        key = self.cleaned_data.get("owner")
+        return self.members[key] if key else None
+
+
+class TaskAssignForm(DashboardForm):
+    agent = forms.ChoiceField(label="Member")
+
+    def __init__(self, *args: Any, members: list[Agent], **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "assign_%s")
+        super().__init__(*args, **kwargs)
+        self.members = {a.key: a for a in members}
+        self.fields["agent"].choices = _agent_choices(members)  # type: ignore[attr-defined]
+
+
+class TaskCommentForm(DashboardForm):
+    text = forms.CharField(
+        max_length=10_000, widget=forms.Textarea(attrs={"rows": 3}), label="Comment", strip=True
+    )
+    type = forms.ChoiceField(
+        choices=TaskComment.Type.choices,
+        initial=TaskComment.Type.NOTE,
+        widget=forms.RadioSelect,
+        help_text="A blocker on a task in progress fails it and escalates it.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "comment_%s")
+        super().__init__(*args, **kwargs)
+
+    def clean_text(self) -> str:
+        text: str = self.cleaned_data["text"]
+        if len(text.encode()) > 10_000:
+            raise forms.ValidationError("At most 10 000 bytes.")
+        return text
+
+
+class TaskReasonForm(DashboardForm):
+    """The reason of a cancel, reject or retry (500 characters, like the board's)."""
+
+    reason = forms.CharField(max_length=500, required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args: Any, required: bool = False, id_prefix: str = "reason", **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", f"{id_prefix}_%s")
+        super().__init__(*args, **kwargs)
+        self.fields["reason"].required = required
+
+
+class TaskEventFilterForm(FilterForm):
+    event_type = forms.ChoiceField(
+        choices=[("", "Any"), *TaskEvent.Type.choices], required=False, label="Event type"
+    )
+    task = forms.CharField(
+        max_length=20, required=False, label="Task", help_text="Its identifier, e.g. T-001-a3f9."
+    )
+
+
+class EscalationFilterForm(FilterForm):
+    state = forms.ChoiceField(choices=[("", "Any"), *Escalation.State.choices], required=False)
