@@ -159,6 +159,11 @@ def _run(
     team = _team_of(ctx)
     if team is None:
         return ToolResult.error("this agent is not part of any team")
+    refusal = team_settings.access_refusal(
+        team.settings or {}, user_id=ctx.user_id, channel=ctx.channel, team_name=team.name
+    )
+    if refusal is not None:
+        return ToolResult.error(refusal)
     try:
         # One action is all or nothing (a rejection's comment and its sending back, for instance); its
         # live events go out once it commits.
