@@ -173,6 +173,7 @@ def test_viewer_navigation_lists_only_sections_they_may_open(viewer):
         "Tools",
         "Policy",
         "Runtime settings",
+        "Teams",
         "Members",
     ]
     assert "Recent activity" not in body
@@ -189,6 +190,7 @@ def test_owner_navigation_marks_the_current_section(owner):
         "Tools",
         "Policy",
         "Runtime settings",
+        "Teams",
         "Tool calls",
         "API keys",
         "Members",

@@ -125,13 +125,22 @@ def test_navigation_shows_the_new_sections_by_role(viewer, member, owner):
         body = client.get(reverse("dashboard:home")).content.decode()
         return re.findall(r">([^<]+)</a>", body[body.index('<nav class="sidenav"') : body.index("</nav>")])
 
-    assert sections(viewer) == ["Overview", "Agents", "Tools", "Policy", "Runtime settings", "Members"]
+    assert sections(viewer) == [
+        "Overview",
+        "Agents",
+        "Tools",
+        "Policy",
+        "Runtime settings",
+        "Teams",
+        "Members",
+    ]
     assert sections(member) == [
         "Overview",
         "Agents",
         "Tools",
         "Policy",
         "Runtime settings",
+        "Teams",
         "Tool calls",
         "Members",
     ]
