@@ -5,6 +5,7 @@
 //
 //   ToolgateSocket.subscribe(topic, function (event) { … })   // {id, type, tenant, topic, data, ts}
 //   ToolgateSocket.onState(function (state, info) { … })
+//   ToolgateSocket.bindIndicator(element, "events")             // a page's live indicator
 //     state: "connecting" | "live" | "reconnecting" | "error";
 //     info: {reconnected: bool} when live (events sent while offline were missed),
 //           {delayMs: n} when reconnecting, {message: text} on an error from the server.
@@ -113,7 +114,33 @@
     if (document.visibilityState === "visible") retryNow();
   });
 
+  function onState(listener) {
+    stateListeners.push(listener);
+    if (started) listener(current.state, current.info);
+  }
+
+  // Keep a page's live indicator ([data-live-indicator] with a [data-live-text] child) in step with
+  // the socket; ``missed`` names what a reconnected page may have missed ("events", "changes" …).
+  function bindIndicator(indicator, missed) {
+    if (!indicator) return;
+    const text = indicator.querySelector("[data-live-text]");
+    onState(function (state, info) {
+      indicator.dataset.state = state;
+      if (!text) return;
+      if (state === "live") {
+        text.textContent = info.reconnected ? "Live (reload to see " + missed + " missed while offline)" : "Live";
+      } else if (state === "reconnecting") {
+        text.textContent = info.delayMs ? "Reconnecting in " + Math.round(info.delayMs / 1000) + "s…" : "Reconnecting…";
+      } else if (state === "error") {
+        text.textContent = "Live updates unavailable: " + info.message;
+      } else {
+        text.textContent = "Connecting…";
+      }
+    });
+  }
+
   window.ToolgateSocket = {
+    bindIndicator: bindIndicator,
     subscribe: function (topic, handler) {
       const known = Object.prototype.hasOwnProperty.call(handlers, topic);
       (handlers[topic] = handlers[topic] || []).push(handler);
@@ -125,9 +152,6 @@
         sendSubscribe([topic]);
       }
     },
-    onState: function (listener) {
-      stateListeners.push(listener);
-      if (started) listener(current.state, current.info);
-    },
+    onState: onState,
   };
 })();

@@ -67,14 +67,8 @@
     if (!table || !indicator || !window.ToolgateSocket) return;
 
     const tbody = table.tBodies[0];
-    const indicatorText = indicator.querySelector("[data-live-text]");
     const maxRows = parseInt(table.dataset.maxRows || "50", 10);
     const matches = options.matches || function () { return true; };
-
-    function setState(state, text) {
-      indicator.dataset.state = state;
-      indicatorText.textContent = text;
-    }
 
     function addRow(data) {
       if (!data || !data.id || !matches(data)) return;
@@ -89,21 +83,7 @@
       while (tbody.rows.length > maxRows) tbody.deleteRow(-1);
     }
 
-    window.ToolgateSocket.onState(function (state, info) {
-      if (state === "live") {
-        // After a drop, events sent while disconnected were not received: say so instead of hiding it.
-        setState("live", info.reconnected ? "Live (reload to see events missed while offline)" : "Live");
-      } else if (state === "reconnecting") {
-        setState(
-          "reconnecting",
-          info.delayMs ? "Reconnecting in " + Math.round(info.delayMs / 1000) + "s…" : "Reconnecting…"
-        );
-      } else if (state === "error") {
-        setState("error", "Live updates unavailable: " + info.message);
-      } else {
-        setState("connecting", "Connecting…");
-      }
-    });
+    window.ToolgateSocket.bindIndicator(indicator, "events");
     window.ToolgateSocket.subscribe(options.topic, function (event) {
       if (event.type === options.eventType) addRow(event.data);
     });

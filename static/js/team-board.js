@@ -28,22 +28,7 @@
     return config.task_url.replace(PLACEHOLDER, id);
   }
 
-  const indicator = document.querySelector("[data-live-indicator]");
-  if (indicator) {
-    const text = indicator.querySelector("[data-live-text]");
-    socket.onState(function (state, info) {
-      indicator.dataset.state = state;
-      if (state === "live") {
-        text.textContent = info.reconnected ? "Live (reload to see changes missed while offline)" : "Live";
-      } else if (state === "reconnecting") {
-        text.textContent = info.delayMs ? "Reconnecting in " + Math.round(info.delayMs / 1000) + "s…" : "Reconnecting…";
-      } else if (state === "error") {
-        text.textContent = "Live updates unavailable: " + info.message;
-      } else {
-        text.textContent = "Connecting…";
-      }
-    });
-  }
+  socket.bindIndicator(document.querySelector("[data-live-indicator]"), "changes");
 
   function isTaskEvent(event) {
     const data = event.data || {};
