@@ -1,8 +1,10 @@
-"""The ``/ws/events/`` websocket: authenticated by session or API key, topics of the own tenant only."""
+"""The ``/ws/events/`` websocket: authenticated by session or API key, topics of the own tenant only; a
+``team:<id>`` topic only for a team the user's grants reach (``apps.teams.access``)."""
 
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 from urllib.parse import urlparse
 
@@ -12,6 +14,7 @@ from django.conf import settings
 from django.http.request import validate_host
 
 from apps.realtime.events import TOPIC_PATTERNS, TOPICS, group_name, principal_group, public, topic_role
+from apps.teams.access import restricted, visible_team_ids
 from apps.tenants.actors import Actor
 from apps.tenants.authentication import actor_for_api_key_header, actor_for_session_user
 
@@ -161,6 +164,14 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 "permission_denied", f"Your role may not subscribe to: {', '.join(sorted(forbidden))}."
             )
             return
+        if kind == "subscribe":
+            hidden = await self._hidden_team_topics(topics)
+            if hidden:
+                await self._error(
+                    "permission_denied",
+                    f"You have no access to these teams' topics: {', '.join(sorted(hidden))}.",
+                )
+                return
         for topic in topics:
             group = group_name(self.actor.tenant.pk, topic)
             if kind == "subscribe" and topic not in self.topics:
@@ -170,6 +181,16 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 await self.channel_layer.group_discard(group, self.channel_name)
                 self.topics.discard(topic)
         await self.send_json({"type": f"{kind}d", "topics": sorted(self.topics)})
+
+    async def _hidden_team_topics(self, topics: list[str]) -> list[str]:
+        """The ``team:<id>`` topics whose team the actor's user grants do not reach."""
+        assert self.actor is not None
+        actor = self.actor
+        wanted = {t: uuid.UUID(t.partition(":")[2]) for t in topics if t.startswith("team:")}
+        if not wanted or not restricted(actor):
+            return []
+        visible = await database_sync_to_async(visible_team_ids)(actor, set(wanted.values()))
+        return [t for t, team_id in wanted.items() if team_id not in visible]
 
     async def _error(self, code: str, message: str, **details: Any) -> None:
         await self.send_json({"type": "error", "code": code, "message": message, "details": details})

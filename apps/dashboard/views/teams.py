@@ -3,8 +3,10 @@ task's detail with the human actions on it (members act), the escalations inbox,
 log of task events (viewers read).
 
 Every team, task and escalation is found inside the tenant the page acts in: another tenant's (or
-another team's) is 404 whatever the method. Task actions go through ``apps.teams.services`` — the
-board's state machine as the human ``<email>``, audited — and a refusal shows the board's message.
+another team's) is 404 whatever the method, and so is a team the user's grants do not reach
+(``apps.teams.access``); acting there without an operator grant is 403. Task actions go through
+``apps.teams.services`` — the board's state machine as the human ``<email>``, audited — and a refusal
+shows the board's message.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
+from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view, forbidden
 from apps.dashboard.forms import (
     EscalationFilterForm,
     TaskAssignForm,
@@ -34,7 +36,7 @@ from apps.dashboard.forms import (
     add_service_error,
 )
 from apps.dashboard.views.confirm import confirm_action
-from apps.teams import board, selectors, services
+from apps.teams import access, board, selectors, services
 from apps.teams.api.access import access_member, access_team
 from apps.teams.board import BoardError
 from apps.teams.models import Escalation, Task, TaskEvent, Team, TeamMember
@@ -70,6 +72,12 @@ TEAM_PLACEHOLDER = uuid.UUID(int=1)  # the team's, on pages that show several te
 
 def _team(request: DashboardRequest, id: uuid.UUID) -> Team:
     return access_team(actor=request.actor, id=id)
+
+
+def _act_refusal(request: DashboardRequest, team: Team) -> HttpResponse | None:
+    """The 403 page when the user's grant on the team does not let them act on its tasks."""
+    refusal = access.act_refusal(request.actor, team)
+    return None if refusal is None else forbidden(request, refusal)
 
 
 def _task(team: Team, task_id: uuid.UUID) -> Task:
@@ -131,6 +139,7 @@ def team_list(request: DashboardRequest) -> HttpResponse:
     tenant = request.actor.tenant
     teams = list(
         Team.objects.for_tenant(tenant)
+        .filter(access.team_visibility(request.actor))
         .select_related("lead")
         .annotate(member_count=Count("members", distinct=True))
         .order_by("status", "name")[:500]
@@ -331,7 +340,7 @@ def team_board(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
             "chats": chats,
             "chat": chat,
             "escalations": escalations,
-            "can_act": request.actor.can(Role.MEMBER) and team.status == Team.Status.ACTIVE,
+            "can_act": access.can_act(request.actor, team) and team.status == Team.Status.ACTIVE,
             "live_config": {**_live_config(team), "chat": chat},
         },
     )
@@ -341,6 +350,8 @@ def team_board(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
 def task_create(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     """A new task on the board (from the dashboard's chat, as the user)."""
     team = _team(request, id)
+    if (refused := _act_refusal(request, team)) is not None:
+        return refused
     form = TaskCreateForm(
         request.POST if request.method == "POST" else None, members=_members(team, with_lead=False)
     )
@@ -393,7 +404,7 @@ def task_detail(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) ->
             "detail": detail,
             "waits_on": [detail.blockers[b] for b in task.blocked_by if b in detail.blockers],
             "escalations": list(_escalations(team, team.tenant).filter(task_id=task.pk)[:50]),
-            "can_act": request.actor.can(Role.MEMBER),
+            "can_act": access.can_act(request.actor, team),
             "can": {
                 "assign": status == Status.PENDING and bool(members),
                 "cancel": status not in (Status.COMPLETED, Status.CANCELLED),
@@ -414,6 +425,8 @@ def task_detail(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) ->
 @dashboard_view(Role.MEMBER, methods=("POST",))
 def task_assign(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
     team = _team(request, id)
+    if (refused := _act_refusal(request, team)) is not None:
+        return refused
     task = _task(team, task_id)
     form = TaskAssignForm(request.POST, members=_members(team, with_lead=False))
     if not form.is_valid():
@@ -434,6 +447,8 @@ def task_cancel(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) ->
     """Ask for confirmation and a reason (GET), then cancel the task (POST); tasks waiting on it are
     unblocked."""
     team = _team(request, id)
+    if (refused := _act_refusal(request, team)) is not None:
+        return refused
     task = _task(team, task_id)
     form = TaskReasonForm(request.POST if request.method == "POST" else None, id_prefix="cancel")
     if request.method == "POST" and form.is_valid():
@@ -452,6 +467,8 @@ def task_cancel(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) ->
 def task_retry(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
     """Reopen the task for its owner (dispatched again at once), with an optional note."""
     team = _team(request, id)
+    if (refused := _act_refusal(request, team)) is not None:
+        return refused
     task = _task(team, task_id)
     _retry(request, team, task, TaskReasonForm(request.POST, id_prefix="retry"))
     return redirect(_task_url(team, task))
@@ -473,6 +490,8 @@ def _retry(request: DashboardRequest, team: Team, task: Task, form: TaskReasonFo
 @dashboard_view(Role.MEMBER, methods=("POST",))
 def task_approve(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
     team = _team(request, id)
+    if (refused := _act_refusal(request, team)) is not None:
+        return refused
     task = _task(team, task_id)
 
     def approve() -> str:
@@ -487,6 +506,8 @@ def task_approve(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -
 def task_reject(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
     """Send reviewed work back to its owner with the reason (cancel it when it has none)."""
     team = _team(request, id)
+    if (refused := _act_refusal(request, team)) is not None:
+        return refused
     task = _task(team, task_id)
     form = TaskReasonForm(request.POST, id_prefix="reject", required=True)
     if not form.is_valid():
@@ -506,6 +527,8 @@ def task_reject(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) ->
 def task_comment(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
     """A note or a blocker (a blocker fails a task in progress and escalates it)."""
     team = _team(request, id)
+    if (refused := _act_refusal(request, team)) is not None:
+        return refused
     task = _task(team, task_id)
     form = TaskCommentForm(request.POST)
     if not form.is_valid():
@@ -531,7 +554,12 @@ def task_comment(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -
 
 
 def _escalation_page(
-    request: DashboardRequest, queryset: QuerySet[Escalation], template: str, context: dict[str, Any]
+    request: DashboardRequest,
+    queryset: QuerySet[Escalation],
+    template: str,
+    context: dict[str, Any],
+    *,
+    can_act: bool,
 ) -> HttpResponse:
     filtering = "state" in request.GET
     form = EscalationFilterForm(request.GET if filtering else None)
@@ -539,7 +567,6 @@ def _escalation_page(
     if "state" in filters:
         queryset = queryset.filter(state=filters["state"])
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
-    can_act = request.actor.can(Role.MEMBER)
     live_config = {**context.pop("live_config"), "state_filter": filters.get("state", ""), "can_act": can_act}
     return render(
         request,
@@ -568,6 +595,7 @@ def escalation_inbox(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
             "team": team,
             "live_config": {**_live_config(team), "topics": [board.topic(team)], **_escalation_urls(team)},
         },
+        can_act=access.can_act(request.actor, team),
     )
 
 
@@ -582,14 +610,17 @@ def _escalation_urls(team: Team | None) -> dict[str, str]:
 
 @dashboard_view(Role.VIEWER, methods=READ_ONLY)
 def escalations_all(request: DashboardRequest) -> HttpResponse:
-    """Every team's escalations in one inbox (live for the tenant's active teams)."""
+    """Every team's escalations in one inbox (live for the tenant's active teams), of the teams the
+    user's grants reach."""
     tenant = request.actor.tenant
     teams = list(
-        Team.objects.for_tenant(tenant).filter(status=Team.Status.ACTIVE).order_by("name")[:MAX_TEAMS_LIVE]
+        Team.objects.for_tenant(tenant)
+        .filter(access.team_visibility(request.actor), status=Team.Status.ACTIVE)
+        .order_by("name")[:MAX_TEAMS_LIVE]
     )
     return _escalation_page(
         request,
-        _escalations(None, tenant),
+        _escalations(None, tenant).filter(access.team_visibility(request.actor, "team_id")),
         "dashboard/teams/escalations.html",
         {
             "team": None,
@@ -599,6 +630,7 @@ def escalations_all(request: DashboardRequest) -> HttpResponse:
                 **_escalation_urls(None),
             },
         },
+        can_act=request.actor.can(Role.MEMBER),
     )
 
 
@@ -615,6 +647,8 @@ def _back_to(request: DashboardRequest, team: Team) -> str:
 def escalation_retry(request: DashboardRequest, id: uuid.UUID, escalation_id: uuid.UUID) -> HttpResponse:
     """Reopen the escalated task for its member (its open escalations count as retried)."""
     team = _team(request, id)
+    if (refused := _act_refusal(request, team)) is not None:
+        return refused
     escalation = _escalation(team, escalation_id)
     if escalation.state != Escalation.State.OPEN:
         messages.error(request, f"This escalation is {escalation.state} already; open the task to act on it.")
@@ -627,6 +661,8 @@ def escalation_retry(request: DashboardRequest, id: uuid.UUID, escalation_id: uu
 def escalation_resolve(request: DashboardRequest, id: uuid.UUID, escalation_id: uuid.UUID) -> HttpResponse:
     """Mark the escalation resolved (the task stays as it is)."""
     team = _team(request, id)
+    if (refused := _act_refusal(request, team)) is not None:
+        return refused
     escalation = _escalation(team, escalation_id)
 
     def resolve() -> str:

@@ -1,5 +1,6 @@
 """Access to one team's objects inside the actor's tenant: a missing object and another tenant's (or
-another team's) give the same 404."""
+another team's) give the same 404, and so does a team the actor's user grants do not reach
+(``apps.teams.access``); acting there without an operator grant is 403."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import uuid
 
 from django.http import Http404
 
+from apps.teams.access import act_refusal, team_visibility
 from apps.teams.models import Team, TeamMember, TeamUserGrant
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ErrorCode, ServiceError
@@ -24,12 +26,19 @@ def access_team(*, actor: Actor, id: object) -> Team:
     team = (
         Team.objects.for_tenant(actor.tenant)
         .select_related("tenant", "lead")
-        .filter(pk=_uuid_or_404(id))
+        .filter(team_visibility(actor), pk=_uuid_or_404(id))
         .first()
     )
     if team is None:
         raise Http404("No team with this id.")
     return team
+
+
+def require_act(*, actor: Actor, team: Team) -> None:
+    """Refuse (403) an action on the team's tasks or escalations that the actor's grant does not allow."""
+    refusal = act_refusal(actor, team)
+    if refusal is not None:
+        raise ServiceError(ErrorCode.PERMISSION_DENIED, refusal, status=403)
 
 
 def access_member(*, actor: Actor, team: Team, key: str) -> Agent:

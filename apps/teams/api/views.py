@@ -7,6 +7,10 @@ board's state machine (``apps.teams.board``, by way of the audited services of `
 as the human ``<email>`` or ``api-key:<prefix>``; a refusal
 keeps the board's message: 409 for a task in the wrong state, 400 for invalid input, 404 for a task
 not on this board.
+
+A team with user grants is restricted for users below admin (``apps.teams.access``): without a grant it
+is missing (absent from the list, 404 below it), and acting on its tasks or escalations needs an
+operator grant (403 otherwise).
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db.models import F, Prefetch
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.teams import selectors, services
+from apps.teams.access import team_visibility
 from apps.teams.api import serializers as s
-from apps.teams.api.access import access_grant, access_member, access_team, agent_named
+from apps.teams.api.access import access_grant, access_member, access_team, agent_named, require_act
 from apps.teams.api.pagination import TaskPagination
 from apps.teams.board import BoardError
 from apps.teams.models import Escalation, Task, TaskEvent, Team, TeamMember, TeamUserGrant
@@ -65,6 +71,7 @@ class TeamViewSet(TenantScopedViewSet):
     serializer_class = s.TeamOutput
 
     def scope_queryset(self, queryset: Any) -> Any:
+        queryset = queryset.filter(team_visibility(self.actor))
         queryset = queryset.select_related("lead").prefetch_related(_members_prefetch(self))
         if self.action == "list":
             wanted = _filters(s.TeamFilterInput, self.request).get("status")
@@ -117,10 +124,13 @@ class TeamScopedViewSet(TenantScopedViewSet):
     (404 for another tenant's), and board refusals become the error envelope."""
 
     team: Team
+    acts_on_board = False  # writes here act on the team's tasks or escalations (operators' grants)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         self.team = access_team(actor=self.actor, id=kwargs["pk"])
+        if self.acts_on_board and request.method not in SAFE_METHODS:
+            require_act(actor=self.actor, team=self.team)
 
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, BoardError):
@@ -182,6 +192,7 @@ class TaskViewSet(TeamScopedViewSet):
     serializer_class = s.TaskOutput
     pagination_class = TaskPagination
     write_role = Role.MEMBER
+    acts_on_board = True
 
     def scope_queryset(self, queryset: Any) -> Any:
         queryset = super().scope_queryset(queryset).select_related("owner", "created_by_agent")
@@ -306,6 +317,7 @@ class EscalationViewSet(TeamScopedViewSet):
     serializer_class = s.EscalationOutput
     pagination_class = CreatedCursorPagination
     write_role = Role.MEMBER
+    acts_on_board = True
 
     def scope_queryset(self, queryset: Any) -> Any:
         queryset = super().scope_queryset(queryset).select_related("task", "task__owner", "member")
