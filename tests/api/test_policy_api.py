@@ -10,7 +10,6 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_postgres.models import Message
-from django.db import transaction
 
 from apps.audit.models import AuditEvent
 from apps.policy.models import PolicyDocument, PolicyVersion
@@ -18,8 +17,9 @@ from apps.realtime import events
 from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
-from apps.tenants.roles import RANK, Role
 from tests.api import roles_policy
+from tests.api.personas import check_personas
+from tests.api.personas import error as _error
 from tests.api.tenant_state import tenant_state
 from tests.api.test_roles import _targets
 
@@ -35,15 +35,6 @@ VERSIONS = "/api/v1/policy/versions/"
 @pytest.fixture
 def bot(tenant_a):
     return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
-
-
-def _error(response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    body = response.json()
-    assert set(body) == {"error"}
-    assert body["error"]["code"] == code
-    error: dict[str, Any] = body["error"]
-    return error
 
 
 def _listed(client, key: str = "bot", query: str = "") -> list[str]:
@@ -69,14 +60,6 @@ def _config_version(tenant: Tenant) -> int:
 
 # --- personas ---------------------------------------------------------------------------------------
 
-PERSONAS = ["viewer_a", "member_a", "admin_a", "owner_a", "outsider", "anonymous"]
-PERSONA_ROLE = {
-    "viewer_a": Role.VIEWER,
-    "member_a": Role.MEMBER,
-    "admin_a": Role.ADMIN,
-    "owner_a": Role.OWNER,
-}
-
 
 def _outsider_status(method: str, template: str, success: int) -> int:
     """Tenant B's owner on a URL built from tenant A's objects: 404 for A's agent, version or channel
@@ -99,28 +82,16 @@ def _outsider_status(method: str, template: str, success: int) -> int:
     ids=[f"{a[0]} {a[1]}" for a in roles_policy.ACTIONS],
 )
 def test_personas_on_every_route(method, template, body, least, success, request, tenant_a):
-    ids = _targets(tenant_a)
-    url = template.format(**ids)
-    clients = {persona: request.getfixturevalue(persona) for persona in PERSONAS}
-    before = tenant_state(tenant_a)
-    for persona, client in clients.items():
-        # Each persona meets the same state: an allowed write is undone before the next one.
-        with transaction.atomic():
-            response = getattr(client, method)(url, body, format="json")
-            allowed = persona in PERSONA_ROLE and RANK[PERSONA_ROLE[persona]] >= RANK[least]
-            if persona == "anonymous":
-                assert _error(response, 401, "not_authenticated")
-            elif persona == "outsider":
-                assert response.status_code == _outsider_status(method, template, success), response.content
-                assert "tenant-a" not in response.content.decode()
-            elif allowed:
-                assert response.status_code == success, (persona, response.content)
-            else:
-                error = _error(response, 403, "permission_denied")
-                assert least in error["message"]
-            if not allowed:
-                assert tenant_state(tenant_a) == before, persona
-            transaction.set_rollback(True)
+    check_personas(
+        request,
+        tenant_a,
+        method=method,
+        url=template.format(**_targets(tenant_a)),
+        body=body,
+        least=least,
+        success=success,
+        outsider_status=_outsider_status(method, template, success),
+    )
 
 
 # --- documents ---------------------------------------------------------------------------------------

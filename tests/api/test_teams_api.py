@@ -8,7 +8,6 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from django.db import transaction
 from rest_framework.test import APIClient
 
 from apps.audit.models import AuditEvent
@@ -17,23 +16,16 @@ from apps.teams.models import Escalation, Task, TaskEvent, Team, TeamMember, Tea
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import ApiKey, Tenant
-from apps.tenants.roles import RANK, Role
+from apps.tenants.roles import Role
 from tests import factories
 from tests.api import roles_teams
+from tests.api.personas import check_personas
+from tests.api.personas import error as _error
 from tests.api.tenant_state import tenant_state
 from tests.api.test_roles import _targets
 from tests.teams.conftest import Crew, make_crew
 
 pytestmark = pytest.mark.django_db
-
-
-def _error(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    body = response.json()
-    assert set(body) == {"error"}
-    assert body["error"]["code"] == code
-    error: dict[str, Any] = body["error"]
-    return error
 
 
 def _ok(response: Any, status: int = 200) -> Any:
@@ -82,14 +74,6 @@ def _in_progress(crew: Crew, subject: str = "Build the thing", owner: Any = None
 
 # --- personas on every route --------------------------------------------------------------------------
 
-PERSONAS = ["viewer_a", "member_a", "admin_a", "owner_a", "outsider", "anonymous"]
-PERSONA_ROLE = {
-    "viewer_a": Role.VIEWER,
-    "member_a": Role.MEMBER,
-    "admin_a": Role.ADMIN,
-    "owner_a": Role.OWNER,
-}
-
 
 def _outsider_status(method: str, template: str, success: int) -> int:
     """Tenant B's owner: 404 on anything under A's team; its own (empty) team list; a team created in
@@ -106,28 +90,17 @@ def _outsider_status(method: str, template: str, success: int) -> int:
 )
 def test_personas_on_every_route(method, template, body, least, success, request, tenant_a):
     ids = _targets(tenant_a)
-    url = template.format(**ids)
-    clients = {persona: request.getfixturevalue(persona) for persona in PERSONAS}
-    before = tenant_state(tenant_a)
-    for persona, client in clients.items():
-        # Each persona meets the same state: an allowed write is undone before the next one.
-        with transaction.atomic():
-            response = getattr(client, method)(url, body, format="json")
-            allowed = persona in PERSONA_ROLE and RANK[PERSONA_ROLE[persona]] >= RANK[least]
-            if persona == "anonymous":
-                _error(response, 401, "not_authenticated")
-            elif persona == "outsider":
-                assert response.status_code == _outsider_status(method, template, success), response.content
-                assert "tenant-a" not in response.content.decode()
-                assert ids["team"] not in response.content.decode()
-            elif allowed:
-                assert response.status_code == success, (persona, response.content)
-            else:
-                error = _error(response, 403, "permission_denied")
-                assert least in error["message"]
-            if not allowed:
-                assert tenant_state(tenant_a) == before, persona
-            transaction.set_rollback(True)
+    check_personas(
+        request,
+        tenant_a,
+        method=method,
+        url=template.format(**ids),
+        body=body,
+        least=least,
+        success=success,
+        outsider_status=_outsider_status(method, template, success),
+        never_shown_to_outsider=(ids["team"],),
+    )
 
 
 # --- teams ---------------------------------------------------------------------------------------------
