@@ -405,7 +405,11 @@ _REV_COLON = re.compile(
     + rb"[a-z0-9_.-]*[\"']))"
 )
 _REV_EQUALS = re.compile(rb"=\s*(?:(" + _KEY_WORDS + rb")|(?:nsd|lru_esabatad|lru_sider|iru_ognom))")
-_REV_P7 = re.compile(rb"=\s*[a-z_]*?(?:yek|terces|laitnederc|etavirp)[a-z_]*")
+# Pattern 7's value is [^\[\s]{8,} after \s*=\s*. In the view the characters before a "=" are the ones
+# after it: when the first of them is not whitespace, the value must be those 8. A replacement never
+# lengthens that run (a placeholder starts with "[", where the value stops), so a "=" followed by a
+# shorter run is no candidate in this round or any later one.
+_REV_P7 = re.compile(rb"=(?:(?<=[^\[\s]{8}=)|(?<=\s=))\s*[a-z_]*?(?:yek|terces|laitnederc|etavirp)[a-z_]*")
 
 
 def _find_all_bytes(data: bytes, needle: bytes) -> list[int]:
