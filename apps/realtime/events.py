@@ -33,6 +33,7 @@ TOPICS: dict[str, str] = {
     "tool_calls": Role.MEMBER,
     "policy": Role.VIEWER,
     "approvals": Role.ADMIN,
+    "mcp": Role.ADMIN,
 }
 
 
