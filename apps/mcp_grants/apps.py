@@ -5,3 +5,9 @@ class McpGrantsConfig(AppConfig):
     name = "apps.mcp_grants"
     label = "mcp_grants"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from apps.mcp_grants.universe import mcp_source
+        from apps.policy.universe import register_source
+
+        register_source(mcp_source)

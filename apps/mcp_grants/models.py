@@ -1,0 +1,179 @@
+"""MCP servers a tenant registers, the tools discovered on them, the grants that give agents and users
+those tools, and the access requests that ask for grants (SPEC Part A "MCP", B §3.1).
+
+Secrets (``headers``, ``env``, ``api_key``) are encrypted at rest (django-encrypted-model-fields with
+``FIELD_ENCRYPTION_KEY``); headers and env are stored as encrypted JSON text and read through the
+``headers`` / ``env`` properties. They are never returned by the API and never written to the audit log.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from encrypted_model_fields.fields import EncryptedTextField
+
+from apps.tenants.scoping import TenantScoped
+
+# Letters and digits in runs joined by single '_' or '-': a registered tool name then has exactly one
+# "__", the separator (``naming``), and two servers can only share a prefix by having the same one.
+SERVER_NAME_RE = r"\A(?=.{1,64}\Z)[a-z0-9]+(?:[_-][a-z0-9]+)*\Z"
+server_name_validator = RegexValidator(
+    SERVER_NAME_RE,
+    "1 to 64 characters: lower-case letters and digits, joined by single '_' or '-' "
+    "(not at the start or end).",
+)
+
+
+def _load_mapping(raw: str) -> dict[str, str]:
+    if not raw:
+        return {}
+    value = json.loads(raw)
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+class MCPServer(TenantScoped):
+    class Transport(models.TextChoices):
+        STDIO = "stdio", "stdio"
+        SSE = "sse", "SSE"
+        STREAMABLE_HTTP = "streamable-http", "Streamable HTTP"
+
+    class Status(models.TextChoices):
+        UNKNOWN = "unknown", "Unknown"
+        CONNECTED = "connected", "Connected"
+        DISCONNECTED = "disconnected", "Disconnected"
+        ERROR = "error", "Error"
+
+    name = models.CharField(max_length=64, validators=[server_name_validator])
+    display_name = models.CharField(max_length=255, blank=True, default="")
+    transport = models.CharField(max_length=50, choices=Transport.choices)
+    command = models.TextField(blank=True, default="")
+    args = models.JSONField(default=list, blank=True)
+    url = models.TextField(blank=True, default="")
+    headers_encrypted = EncryptedTextField(blank=True, default="")
+    env_encrypted = EncryptedTextField(blank=True, default="")
+    api_key = EncryptedTextField(blank=True, default="")
+    tool_prefix = models.CharField(max_length=50, blank=True, default="")
+    timeout_sec = models.PositiveIntegerField(default=60)
+    settings = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.UNKNOWN)
+    last_health = models.JSONField(default=dict, blank=True)
+    created_by = models.CharField(max_length=255)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="mcp_server_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return _load_mapping(self.headers_encrypted)
+
+    @headers.setter
+    def headers(self, value: dict[str, str]) -> None:
+        self.headers_encrypted = json.dumps(value, sort_keys=True) if value else ""
+
+    @property
+    def env(self) -> dict[str, str]:
+        return _load_mapping(self.env_encrypted)
+
+    @env.setter
+    def env(self, value: dict[str, str]) -> None:
+        self.env_encrypted = json.dumps(value, sort_keys=True) if value else ""
+
+
+class MCPServerTool(TenantScoped):
+    """A tool discovered on a server (its original, unprefixed name)."""
+
+    server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=255)
+    description = models.TextField(blank=True, default="")
+    input_schema = models.JSONField(default=dict, blank=True)
+    discovered_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["server", "name"], name="mcp_tool_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class GrantBase(TenantScoped):
+    server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="+")
+    enabled = models.BooleanField(default=True)
+    tool_allow = models.JSONField(null=True, blank=True)  # null: every tool of the server
+    tool_deny = models.JSONField(default=list, blank=True)
+    config_overrides = models.JSONField(default=dict, blank=True)
+    granted_by = models.CharField(max_length=255)
+
+    class Meta:
+        abstract = True
+
+    def filters(self) -> tuple[list[str] | None, list[str]]:
+        allow: Any = self.tool_allow
+        return (list(allow) if allow is not None else None), list(self.tool_deny or [])
+
+
+class AgentGrant(GrantBase):
+    agent = models.ForeignKey("tenants.Agent", on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["server", "agent"], name="mcp_agent_grant_unique")]
+
+
+class UserGrant(GrantBase):
+    user_id = models.CharField(max_length=255)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["server", "user_id"], name="mcp_user_grant_unique")]
+
+
+class AccessRequest(TenantScoped):
+    class Scope(models.TextChoices):
+        AGENT = "agent", "Agent"
+        USER = "user", "User"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=10, choices=Scope.choices)
+    agent = models.ForeignKey(
+        "tenants.Agent", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    user_id = models.CharField(max_length=255, blank=True, default="")
+    tool_allow = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    requested_by = models.CharField(max_length=255)
+    reviewed_by = models.CharField(max_length=255, blank=True, default="")
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_note = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["tenant", "created_at"], condition=Q(status="pending"), name="mcp_request_pending"
+            )
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scope="user") | Q(agent__isnull=False), name="mcp_request_agent_scope_has_agent"
+            ),
+            models.CheckConstraint(
+                condition=Q(scope="agent") | ~Q(user_id=""), name="mcp_request_user_scope_has_user"
+            ),
+        ]

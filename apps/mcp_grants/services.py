@@ -1,0 +1,414 @@
+"""Every write to MCP servers, grants and access requests. Each is atomic, audited (secrets never:
+only the names of headers and env variables, and whether an API key is set), published on the tenant's
+``mcp`` topic after commit, and raises the tenant's ``config_version`` when it can change which tools
+an agent or user reaches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.audit.services import record
+from apps.mcp_grants import naming, validation
+from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, UserGrant, server_name_validator
+from apps.realtime import events
+from apps.tenants.actors import Actor
+from apps.tenants.errors import Conflict, ErrorCode, ServiceError
+from apps.tenants.models import Agent
+from apps.tenants.services import config_changed
+
+TOPIC = "mcp"
+MAX_REASON = 2000
+MAX_USER_ID = 255
+SERVER_FIELDS = (
+    "display_name",
+    "transport",
+    "command",
+    "args",
+    "url",
+    "headers",
+    "env",
+    "api_key",
+    "tool_prefix",
+    "timeout_sec",
+    "settings",
+    "enabled",
+)
+
+
+def server_data(server: MCPServer) -> dict[str, Any]:
+    """What may be shown and audited of a server: never the values of headers, env or the API key."""
+    return {
+        "id": str(server.pk),
+        "name": server.name,
+        "display_name": server.display_name,
+        "transport": server.transport,
+        "command": server.command,
+        "args": list(server.args),
+        "url": server.url,
+        "headers": sorted(server.headers),
+        "env": sorted(server.env),
+        "has_api_key": bool(server.api_key),
+        "tool_prefix": server.tool_prefix,
+        "registered_prefix": naming.server_prefix(server),
+        "timeout_sec": server.timeout_sec,
+        "settings": server.settings,
+        "enabled": server.enabled,
+        "status": server.status,
+    }
+
+
+def _emit(actor: Actor, verb: str, target_type: str, target_id: str, data: dict[str, Any]) -> None:
+    record(actor=actor, verb=verb, target_type=target_type, target_id=target_id, data=data)
+    events.publish(tenant=actor.tenant, topic=TOPIC, type=verb, data=data)
+
+
+def _invalid(errors: dict[str, list[str]]) -> ServiceError:
+    field, messages = next(iter(errors.items()))
+    return ServiceError(ErrorCode.INVALID, f"{field}: {messages[0]}", details=errors)
+
+
+def _check_name(actor: Actor, name: Any, exclude: MCPServer | None = None) -> str:
+    if not isinstance(name, str):
+        raise _invalid({"name": ["a string."]})
+    try:
+        server_name_validator(name)
+    except DjangoValidationError as exc:
+        raise _invalid({"name": [str(getattr(exc, "message", exc))]}) from None
+    return name
+
+
+def _check_prefix_free(actor: Actor, server: MCPServer) -> None:
+    prefix = naming.server_prefix(server)
+    others = MCPServer.objects.for_tenant(actor.tenant).exclude(pk=server.pk)
+    for other in others:
+        if naming.server_prefix(other) == prefix:
+            raise Conflict(
+                ErrorCode.CONFLICT,
+                f"tool_prefix: the server {other.name!r} already registers its tools as {prefix}__<tool>.",
+            )
+
+
+def _apply(server: MCPServer, fields: dict[str, Any]) -> None:
+    errors = validation.check_server(fields)
+    if errors:
+        raise _invalid(errors)
+    for key in SERVER_FIELDS:
+        if key in fields:
+            setattr(server, key, fields[key])
+
+
+def _current_fields(server: MCPServer) -> dict[str, Any]:
+    return {key: getattr(server, key) for key in SERVER_FIELDS}
+
+
+@transaction.atomic
+def server_create(*, actor: Actor, name: str, transport: str, **fields: Any) -> MCPServer:
+    unknown = set(fields) - set(SERVER_FIELDS)
+    if unknown:
+        raise _invalid({sorted(unknown)[0]: ["unknown field."]})
+    name = _check_name(actor, name)
+    server = MCPServer(tenant=actor.tenant, name=name, created_by=actor.label[:255])
+    _apply(server, {**_current_fields(server), **fields, "transport": transport})
+    _check_prefix_free(actor, server)
+    try:
+        with transaction.atomic():
+            server.save()
+    except IntegrityError:
+        raise Conflict(ErrorCode.CONFLICT, f"An MCP server named {name!r} exists already.") from None
+    config_changed(actor.tenant)
+    _emit(actor, "mcp.server.created", "mcp_server", str(server.pk), server_data(server))
+    return server
+
+
+@transaction.atomic
+def server_update(*, actor: Actor, server: MCPServer, **changes: Any) -> MCPServer:
+    """Change any registration field (not the name: grants and policies refer to it). The result is
+    validated as a whole."""
+    unknown = set(changes) - set(SERVER_FIELDS)
+    if unknown:
+        raise _invalid({sorted(unknown)[0]: ["unknown field (the name cannot be changed)."]})
+    locked = MCPServer.objects.for_tenant(actor.tenant).select_for_update().get(pk=server.pk)
+    before = _current_fields(locked)
+    _apply(locked, {**before, **changes})
+    if _current_fields(locked) == before:
+        return locked
+    _check_prefix_free(actor, locked)
+    locked.save()
+    config_changed(actor.tenant)
+    data = server_data(locked)
+    data["changed"] = sorted(k for k in SERVER_FIELDS if before[k] != getattr(locked, k))
+    _emit(actor, "mcp.server.updated", "mcp_server", str(locked.pk), data)
+    return locked
+
+
+@transaction.atomic
+def server_delete(*, actor: Actor, server: MCPServer) -> None:
+    data = {"id": str(server.pk), "name": server.name}
+    deleted, _ = MCPServer.objects.for_tenant(actor.tenant).filter(pk=server.pk).delete()
+    if not deleted:
+        raise ServiceError(ErrorCode.NOT_FOUND, "MCP server not found.", status=404)
+    config_changed(actor.tenant)
+    _emit(actor, "mcp.server.deleted", "mcp_server", data["id"], data)
+
+
+# --- grants -------------------------------------------------------------------------------------------
+
+
+def grant_data(grant: AgentGrant | UserGrant) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": str(grant.pk),
+        "server": grant.server.name,
+        "enabled": grant.enabled,
+        "tool_allow": grant.tool_allow,
+        "tool_deny": list(grant.tool_deny or []),
+        "config_overrides": grant.config_overrides,
+        "granted_by": grant.granted_by,
+    }
+    if isinstance(grant, AgentGrant):
+        data["agent"] = grant.agent.key
+    else:
+        data["user_id"] = grant.user_id
+    return data
+
+
+def _check_grant(
+    server: MCPServer, actor: Actor, tool_allow: Any, tool_deny: Any, config_overrides: Any, enabled: Any
+) -> None:
+    if server.tenant_id != actor.tenant.pk:
+        raise ServiceError(ErrorCode.INVALID, "server: a server of this tenant only.")
+    errors: dict[str, list[str]] = {}
+    for field, value, nullable in (("tool_allow", tool_allow, True), ("tool_deny", tool_deny, False)):
+        message = validation.tool_list_error(value, nullable=nullable)
+        if message:
+            errors[field] = [message]
+    if not isinstance(config_overrides, dict):
+        errors["config_overrides"] = ["an object."]
+    elif len(str(config_overrides)) > validation.MAX_SETTINGS_BYTES:
+        errors["config_overrides"] = [f"at most {validation.MAX_SETTINGS_BYTES} bytes."]
+    if not isinstance(enabled, bool):
+        errors["enabled"] = ["true or false."]
+    if errors:
+        raise _invalid(errors)
+
+
+def _check_user_id(user_id: Any) -> str:
+    if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > MAX_USER_ID:
+        raise _invalid({"user_id": [f"1 to {MAX_USER_ID} characters."]})
+    if user_id in ("system",):
+        raise _invalid({"user_id": ["'system' is no user: synthetic identities ignore user grants."]})
+    return user_id
+
+
+@transaction.atomic
+def agent_grant_set(
+    *,
+    actor: Actor,
+    server: MCPServer,
+    agent: Agent,
+    enabled: bool = True,
+    tool_allow: list[str] | None = None,
+    tool_deny: list[str] | None = None,
+    config_overrides: dict[str, Any] | None = None,
+) -> AgentGrant:
+    """Create or replace the grant of ``server`` to ``agent``."""
+    tool_deny = [] if tool_deny is None else tool_deny
+    config_overrides = {} if config_overrides is None else config_overrides
+    _check_grant(server, actor, tool_allow, tool_deny, config_overrides, enabled)
+    if agent.tenant_id != actor.tenant.pk:
+        raise ServiceError(ErrorCode.INVALID, "agent: an agent of this tenant only.")
+    grant, created = AgentGrant.objects.for_tenant(actor.tenant).update_or_create(
+        server=server,
+        agent=agent,
+        defaults={
+            "tenant": actor.tenant,
+            "enabled": enabled,
+            "tool_allow": tool_allow,
+            "tool_deny": tool_deny,
+            "config_overrides": config_overrides,
+            "granted_by": actor.label[:255],
+        },
+    )
+    config_changed(actor.tenant)
+    verb = "mcp.agent_grant.created" if created else "mcp.agent_grant.updated"
+    _emit(actor, verb, "mcp_agent_grant", str(grant.pk), grant_data(grant))
+    return grant
+
+
+@transaction.atomic
+def user_grant_set(
+    *,
+    actor: Actor,
+    server: MCPServer,
+    user_id: str,
+    enabled: bool = True,
+    tool_allow: list[str] | None = None,
+    tool_deny: list[str] | None = None,
+    config_overrides: dict[str, Any] | None = None,
+) -> UserGrant:
+    """Create or replace ``user_id``'s grant of ``server`` (it narrows or, disabled, vetoes; never adds)."""
+    tool_deny = [] if tool_deny is None else tool_deny
+    config_overrides = {} if config_overrides is None else config_overrides
+    _check_grant(server, actor, tool_allow, tool_deny, config_overrides, enabled)
+    user_id = _check_user_id(user_id)
+    grant, created = UserGrant.objects.for_tenant(actor.tenant).update_or_create(
+        server=server,
+        user_id=user_id,
+        defaults={
+            "tenant": actor.tenant,
+            "enabled": enabled,
+            "tool_allow": tool_allow,
+            "tool_deny": tool_deny,
+            "config_overrides": config_overrides,
+            "granted_by": actor.label[:255],
+        },
+    )
+    config_changed(actor.tenant)
+    verb = "mcp.user_grant.created" if created else "mcp.user_grant.updated"
+    _emit(actor, verb, "mcp_user_grant", str(grant.pk), grant_data(grant))
+    return grant
+
+
+@transaction.atomic
+def grant_delete(*, actor: Actor, grant: AgentGrant | UserGrant) -> None:
+    data = grant_data(grant)
+    model = type(grant)
+    deleted, _ = model.objects.for_tenant(actor.tenant).filter(pk=grant.pk).delete()
+    if not deleted:
+        raise ServiceError(ErrorCode.NOT_FOUND, "Grant not found.", status=404)
+    config_changed(actor.tenant)
+    kind = "agent_grant" if isinstance(grant, AgentGrant) else "user_grant"
+    _emit(actor, f"mcp.{kind}.deleted", f"mcp_{kind}", data["id"], data)
+
+
+# --- access requests ----------------------------------------------------------------------------------
+
+
+def request_data(req: AccessRequest) -> dict[str, Any]:
+    return {
+        "id": str(req.pk),
+        "server": req.server.name,
+        "scope": req.scope,
+        "agent": req.agent.key if req.agent is not None else None,
+        "user_id": req.user_id,
+        "tool_allow": req.tool_allow,
+        "reason": req.reason,
+        "status": req.status,
+        "requested_by": req.requested_by,
+        "reviewed_by": req.reviewed_by,
+        "reviewed_at": req.reviewed_at.isoformat() if req.reviewed_at else None,
+        "review_note": req.review_note,
+    }
+
+
+@transaction.atomic
+def request_create(
+    *,
+    actor: Actor,
+    server: MCPServer,
+    scope: str,
+    agent: Agent | None = None,
+    user_id: str = "",
+    tool_allow: list[str] | None = None,
+    reason: str = "",
+) -> AccessRequest:
+    """Ask for a grant; the status is always ``pending`` (B §3.4)."""
+    if server.tenant_id != actor.tenant.pk:
+        raise ServiceError(ErrorCode.INVALID, "server: a server of this tenant only.")
+    if scope == AccessRequest.Scope.AGENT:
+        if agent is None:
+            raise _invalid({"agent": ["an agent-scoped request names the agent."]})
+        if agent.tenant_id != actor.tenant.pk:
+            raise ServiceError(ErrorCode.INVALID, "agent: an agent of this tenant only.")
+        user_id = ""
+    elif scope == AccessRequest.Scope.USER:
+        user_id = _check_user_id(user_id)
+        agent = None
+    else:
+        raise _invalid({"scope": ["agent or user."]})
+    message = validation.tool_list_error(tool_allow, nullable=True)
+    if message:
+        raise _invalid({"tool_allow": [message]})
+    if not isinstance(reason, str) or len(reason) > MAX_REASON:
+        raise _invalid({"reason": [f"at most {MAX_REASON} characters."]})
+    req = AccessRequest.objects.create(
+        tenant=actor.tenant,
+        server=server,
+        scope=scope,
+        agent=agent,
+        user_id=user_id,
+        tool_allow=tool_allow,
+        reason=reason,
+        status=AccessRequest.Status.PENDING,
+        requested_by=actor.label[:255],
+    )
+    _emit(actor, "mcp.request.created", "mcp_access_request", str(req.pk), request_data(req))
+    return req
+
+
+@transaction.atomic
+def request_review(
+    *,
+    actor: Actor,
+    request_id: Any,
+    approved: bool,
+    note: str = "",
+    tool_allow: list[str] | None = None,
+) -> AccessRequest:
+    """Approve or reject a pending request in one transaction (B §3.4). Approval creates or updates the
+    grant (enabled, with the request's tool_allow, or ``tool_allow`` given here, which may only narrow
+    it); a request that is gone or no longer pending is refused and nothing changes."""
+    if not isinstance(note, str) or len(note) > MAX_REASON:
+        raise _invalid({"note": [f"at most {MAX_REASON} characters."]})
+    req = (
+        AccessRequest.objects.for_tenant(actor.tenant)
+        .select_for_update()
+        .filter(pk=request_id, status=AccessRequest.Status.PENDING)
+        .first()
+    )
+    if req is None:
+        raise ServiceError(ErrorCode.NOT_FOUND, "request not found or not pending", status=404)
+    granted = req.tool_allow
+    if approved and tool_allow is not None:
+        message = validation.tool_list_error(tool_allow, nullable=True)
+        if message:
+            raise _invalid({"tool_allow": [message]})
+        outside = sorted(set(tool_allow) - set(req.tool_allow)) if req.tool_allow else []
+        if outside:
+            raise _invalid({"tool_allow": [f"only tools the request asked for: {', '.join(outside[:5])}."]})
+        if not tool_allow:
+            raise _invalid({"tool_allow": ["name at least one tool, or reject the request."]})
+        granted = tool_allow
+    req.status = AccessRequest.Status.APPROVED if approved else AccessRequest.Status.REJECTED
+    req.reviewed_by = actor.label[:255]
+    req.reviewed_at = timezone.now()
+    req.review_note = note
+    req.save(update_fields=["status", "reviewed_by", "reviewed_at", "review_note", "updated_at"])
+    data = request_data(req)
+    grant: AgentGrant | UserGrant | None = None
+    if approved:
+        defaults = {
+            "tenant": actor.tenant,
+            "enabled": True,
+            "tool_allow": granted,
+            "granted_by": req.reviewed_by,
+        }
+        if req.scope == AccessRequest.Scope.AGENT and req.agent is not None:
+            grant, _ = AgentGrant.objects.for_tenant(actor.tenant).update_or_create(
+                server=req.server, agent=req.agent, defaults=defaults
+            )
+        elif req.scope == AccessRequest.Scope.USER and req.user_id:
+            grant, _ = UserGrant.objects.for_tenant(actor.tenant).update_or_create(
+                server=req.server, user_id=req.user_id, defaults=defaults
+            )
+        else:
+            raise ServiceError(ErrorCode.INVALID, f"scope: cannot grant a request of scope {req.scope!r}.")
+        config_changed(actor.tenant)
+        data["grant"] = grant_data(grant)
+    verb = "mcp.request.approved" if approved else "mcp.request.rejected"
+    _emit(actor, verb, "mcp_access_request", str(req.pk), data)
+    return req
