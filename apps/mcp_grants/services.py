@@ -72,7 +72,7 @@ def _invalid(errors: dict[str, list[str]]) -> ServiceError:
     return ServiceError(ErrorCode.INVALID, f"{field}: {messages[0]}", details=errors)
 
 
-def _check_name(actor: Actor, name: Any, exclude: MCPServer | None = None) -> str:
+def _check_name(name: Any) -> str:
     if not isinstance(name, str):
         raise _invalid({"name": ["a string."]})
     try:
@@ -111,7 +111,7 @@ def server_create(*, actor: Actor, name: str, transport: str, **fields: Any) -> 
     unknown = set(fields) - set(SERVER_FIELDS)
     if unknown:
         raise _invalid({sorted(unknown)[0]: ["unknown field."]})
-    name = _check_name(actor, name)
+    name = _check_name(name)
     server = MCPServer(tenant=actor.tenant, name=name, created_by=actor.label[:255])
     _apply(server, {**_current_fields(server), **fields, "transport": transport})
     _check_prefix_free(actor, server)

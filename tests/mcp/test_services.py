@@ -235,3 +235,54 @@ def test_policy_engine_sees_mcp_tools_and_groups(tenant_a, system, agent):
     policy_services.policy_save(system, target, {})
     tenant_a.refresh_from_db()
     assert "mcp_pg__query" in engine.resolve(tenant_a, agent, engine.CallScope()).tools
+
+
+def test_server_delete_removes_grants_and_access(tenant_a, system, agent):
+    server = make_server(tenant_a, "pg", ["query"])
+    services.agent_grant_set(actor=system, server=server, agent=agent)
+    services.request_create(actor=system, server=server, scope="agent", agent=agent)
+    before = version(tenant_a)
+    services.server_delete(actor=system, server=server)
+    assert version(tenant_a) == before + 1
+    assert not AgentGrant.objects.for_tenant(tenant_a).exists()
+    assert not AccessRequest.objects.for_tenant(tenant_a).exists()
+    assert access.accessible(tenant_a, agent, "") == []
+    assert AuditEvent.objects.for_tenant(tenant_a).get(verb="mcp.server.deleted").data["name"] == "pg"
+    with pytest.raises(ServiceError) as exc:
+        services.server_delete(actor=system, server=server)
+    assert exc.value.status == 404
+
+
+def test_user_request_approval_creates_a_narrowing_user_grant(tenant_a, system, agent):
+    server = make_server(tenant_a, "pg", ["query", "schema"])
+    services.agent_grant_set(actor=system, server=server, agent=agent)
+    req = services.request_create(
+        actor=system, server=server, scope="user", user_id="u1", tool_allow=["schema"]
+    )
+    assert req.agent is None
+    services.request_review(actor=system, request_id=req.pk, approved=True)
+    grant = UserGrant.objects.for_tenant(tenant_a).get(server=server, user_id="u1")
+    assert grant.enabled
+    assert grant.tool_allow == ["schema"]
+    assert [list(e.registered) for e in access.accessible(tenant_a, agent, "u1")] == [["mcp_pg__schema"]]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"scope": "team", "user_id": "u1"}, "scope"),
+        ({"scope": "agent"}, "agent"),
+        ({"scope": "user", "user_id": ""}, "user_id"),
+        ({"scope": "user", "user_id": "u" * 300}, "user_id"),
+        ({"scope": "user", "user_id": "u1", "reason": "r" * 3000}, "reason"),
+        ({"scope": "user", "user_id": "u1", "tool_allow": ["a"] * 1001}, "tool_allow"),
+        ({"scope": "user", "user_id": "u1", "tool_allow": [""]}, "tool_allow"),
+        ({"scope": "user", "user_id": "u1", "tool_allow": "query"}, "tool_allow"),
+    ],
+)
+def test_request_input_is_bounded(tenant_a, system, fields, field):
+    server = make_server(tenant_a, "pg", ["query"])
+    with pytest.raises(ServiceError) as exc:
+        services.request_create(actor=system, server=server, **fields)
+    assert field in exc.value.details
+    assert not AccessRequest.objects.for_tenant(tenant_a).exists()
