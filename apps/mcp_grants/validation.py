@@ -5,7 +5,8 @@ an absolute path ending in one); command and args hold no shell metacharacters, 
 breaks, and no argument makes the interpreter run code given inline (``-e``, ``--eval``, ``-c`` …);
 ``env:NAME`` values may only reference a few harmless variables of Toolgate's own environment.
 sse / streamable-http servers: the URL passes the SSRF guard (http/https, public addresses, no
-metadata hosts; names are checked again when connecting). Every field is bounded.
+metadata hosts; a name is resolved and every answer checked, and again on every connection).
+Every field is bounded.
 
 :func:`check_server` returns ``{field: [messages]}`` (empty when valid), so a caller can report every
 problem at once.
@@ -18,6 +19,8 @@ import posixpath
 import re
 from collections.abc import Mapping
 from typing import Any
+
+import httpx
 
 from apps.runtime.ssrf import AddressPolicy, SSRFBlocked
 
@@ -186,10 +189,16 @@ def url_error(url: Any, policy: AddressPolicy | None = None) -> str | None:
         return f"at most {MAX_URL} characters."
     if LINE_BREAKS.search(url) or any(c.isspace() for c in url):
         return "whitespace and line breaks are not allowed."
+    policy = policy or AddressPolicy.from_settings()
     try:
-        (policy or AddressPolicy.from_settings()).check_url(url)
+        parsed = policy.check_url(url)
+        # A name is resolved now too, for a clear answer at registration; a name that does not resolve
+        # yet is accepted (every connection resolves and checks it again).
+        policy.resolve(parsed.host, parsed.port or (443 if parsed.scheme == "https" else 80))
     except SSRFBlocked as exc:
         return str(exc)
+    except httpx.ConnectError:
+        return None
     return None
 
 

@@ -8,7 +8,20 @@ import pytest
 from apps.mcp_grants import validation
 from apps.runtime.ssrf import AddressPolicy
 
-STRICT = AddressPolicy()  # no test allowances
+
+def fake_resolver(host: str, port: int) -> list[str]:
+    answers = {
+        "mcp.example.com": ["93.184.216.34"],
+        "evil.test": ["127.0.0.1"],
+        "mixed.test": ["93.184.216.34", "10.0.0.1"],
+        "meta.test": ["169.254.169.254"],
+    }
+    if host not in answers:
+        raise OSError("no such host")
+    return answers[host]
+
+
+STRICT = AddressPolicy(resolver=fake_resolver)  # no test allowances
 
 
 def stdio(command: str = "npx", args: list[str] | None = None, env: dict[str, str] | None = None):
@@ -145,6 +158,9 @@ def test_refused_env(env, fragment):
         "ftp://example.com/mcp",
         "gopher://example.com/",
         "http://user:pw@example.com/mcp",
+        "http://evil.test/mcp",
+        "https://mixed.test/mcp",
+        "http://meta.test/latest",
         "",
     ],
 )
@@ -153,7 +169,14 @@ def test_ssrf_urls_refused(url):
     assert "url" in errors, url
 
 
-@pytest.mark.parametrize("url", ["https://mcp.example.com/mcp", "http://93.184.216.34:8080/sse"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://mcp.example.com/mcp",
+        "http://93.184.216.34:8080/sse",
+        "https://not-yet-registered.test/mcp",  # checked again when connecting
+    ],
+)
 def test_public_urls_accepted(url):
     assert http(url) == {}
 
