@@ -67,6 +67,14 @@ def test_agent_allow_and_deny(system, tenant_a, agent, pg):
     assert reach(tenant_a, agent) == {"pg": ["mcp_pg__query"]}
 
 
+def test_user_allow_cannot_lift_an_agent_deny(system, tenant_a, agent, pg):
+    services.agent_grant_set(actor=system, server=pg, agent=agent, tool_deny=["drop"])
+    services.user_grant_set(actor=system, server=pg, user_id="u1", tool_allow=["drop", "query"])
+    assert reach(tenant_a, agent, "u1") == {"pg": ["mcp_pg__query"]}
+    with pytest.raises(access.NotAccessible):
+        access.authorize(tenant_a, agent, "u1", "mcp_pg__drop")
+
+
 def test_user_grant_vetoes_when_disabled_and_narrows(system, tenant_a, agent, pg):
     services.agent_grant_set(actor=system, server=pg, agent=agent, tool_allow=["query", "schema"])
     assert reach(tenant_a, agent, "u1") == {"pg": ["mcp_pg__query", "mcp_pg__schema"]}  # no user grant

@@ -286,3 +286,23 @@ def test_request_input_is_bounded(tenant_a, system, fields, field):
         services.request_create(actor=system, server=server, **fields)
     assert field in exc.value.details
     assert not AccessRequest.objects.for_tenant(tenant_a).exists()
+
+
+def test_pending_requests_are_per_tenant_and_oldest_first(tenant_a, tenant_b, system, agent):
+    from apps.mcp_grants.selectors import pending_requests
+
+    server = make_server(tenant_a, "pg", ["query"])
+    first = services.request_create(actor=system, server=server, scope="user", user_id="u1")
+    second = services.request_create(actor=system, server=server, scope="agent", agent=agent)
+    third = services.request_create(actor=system, server=server, scope="user", user_id="u2")
+    services.request_review(actor=system, request_id=second.pk, approved=False)
+    make_server(tenant_b, "pg", ["query"])
+    assert [r.pk for r in pending_requests(tenant_a)] == [first.pk, third.pk]
+    assert list(pending_requests(tenant_b)) == []
+
+
+def test_mcp_topic_is_for_administrators():
+    from apps.realtime.events import topic_role
+    from apps.tenants.roles import Role
+
+    assert topic_role("mcp") == Role.ADMIN
