@@ -16,6 +16,7 @@ from apps.audit.services import record
 from apps.mcp_grants import naming, validation
 from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, UserGrant, server_name_validator
 from apps.realtime import events
+from apps.runtime.scrubber import Scrubber
 from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError
 from apps.tenants.models import Agent
@@ -41,15 +42,19 @@ SERVER_FIELDS = (
 
 
 def server_data(server: MCPServer) -> dict[str, Any]:
-    """What may be shown and audited of a server: never the values of headers, env or the API key."""
+    """What may be shown and audited of a server: never the values of headers, env or the API key, and
+    its command, arguments and URL through the credential scrubber (with those values registered), so a
+    token written into a query string or an argument is not logged either."""
+    secrets = [server.api_key or "", *map(str, server.headers.values()), *map(str, server.env.values())]
+    scrub = Scrubber(secrets).scrub
     return {
         "id": str(server.pk),
         "name": server.name,
         "display_name": server.display_name,
         "transport": server.transport,
-        "command": server.command,
-        "args": list(server.args),
-        "url": server.url,
+        "command": scrub(server.command),
+        "args": [scrub(str(arg)) for arg in server.args],
+        "url": scrub(server.url),
         "headers": sorted(server.headers),
         "env": sorted(server.env),
         "has_api_key": bool(server.api_key),

@@ -306,3 +306,28 @@ def test_mcp_topic_is_for_administrators():
     from apps.tenants.roles import Role
 
     assert topic_role("mcp") == Role.ADMIN
+
+
+def test_a_token_in_the_url_or_an_argument_is_not_audited(tenant_a, system):
+    make_server(
+        tenant_a,
+        "argy",
+        [],
+        args=["--api-key=sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2", "--verbose"],
+        env={"TOKEN": "env-secret-in-args"},
+    )
+    make_server(
+        tenant_a,
+        "query",
+        [],
+        transport="streamable-http",
+        command="",
+        url="https://mcp.example.com/mcp?token=q-secret-abcdefgh",
+    )
+    dumped = json.dumps(
+        [e.data for e in AuditEvent.objects.for_tenant(tenant_a).filter(verb="mcp.server.created")]
+    )
+    assert "A1b2C3d4E5f6G7h8I9j0K1l2" not in dumped
+    assert "q-secret-abcdefgh" not in dumped
+    assert "--verbose" in dumped
+    assert "[REDACTED]" in dumped
