@@ -209,6 +209,35 @@ def _check_user_id(user_id: Any) -> str:
     return user_id
 
 
+def _grant_set(
+    actor: Actor,
+    model: type[AgentGrant] | type[UserGrant],
+    kind: str,
+    lookup: dict[str, Any],
+    *,
+    enabled: bool,
+    tool_allow: list[str] | None,
+    tool_deny: list[str],
+    config_overrides: dict[str, Any],
+) -> Any:
+    """Create or replace the grant ``lookup`` names (checked already), audited and published."""
+    grant, created = model.objects.for_tenant(actor.tenant).update_or_create(
+        **lookup,
+        defaults={
+            "tenant": actor.tenant,
+            "enabled": enabled,
+            "tool_allow": tool_allow,
+            "tool_deny": tool_deny,
+            "config_overrides": config_overrides,
+            "granted_by": actor.label[:255],
+        },
+    )
+    config_changed(actor.tenant)
+    verb = f"mcp.{kind}.created" if created else f"mcp.{kind}.updated"
+    _emit(actor, verb, f"mcp_{kind}", str(grant.pk), grant_data(grant))
+    return grant
+
+
 @transaction.atomic
 def agent_grant_set(
     *,
@@ -226,21 +255,16 @@ def agent_grant_set(
     _check_grant(server, actor, tool_allow, tool_deny, config_overrides, enabled)
     if agent.tenant_id != actor.tenant.pk:
         raise ServiceError(ErrorCode.INVALID, "agent: an agent of this tenant only.")
-    grant, created = AgentGrant.objects.for_tenant(actor.tenant).update_or_create(
-        server=server,
-        agent=agent,
-        defaults={
-            "tenant": actor.tenant,
-            "enabled": enabled,
-            "tool_allow": tool_allow,
-            "tool_deny": tool_deny,
-            "config_overrides": config_overrides,
-            "granted_by": actor.label[:255],
-        },
+    grant: AgentGrant = _grant_set(
+        actor,
+        AgentGrant,
+        "agent_grant",
+        {"server": server, "agent": agent},
+        enabled=enabled,
+        tool_allow=tool_allow,
+        tool_deny=tool_deny,
+        config_overrides=config_overrides,
     )
-    config_changed(actor.tenant)
-    verb = "mcp.agent_grant.created" if created else "mcp.agent_grant.updated"
-    _emit(actor, verb, "mcp_agent_grant", str(grant.pk), grant_data(grant))
     return grant
 
 
@@ -260,21 +284,16 @@ def user_grant_set(
     config_overrides = {} if config_overrides is None else config_overrides
     _check_grant(server, actor, tool_allow, tool_deny, config_overrides, enabled)
     user_id = _check_user_id(user_id)
-    grant, created = UserGrant.objects.for_tenant(actor.tenant).update_or_create(
-        server=server,
-        user_id=user_id,
-        defaults={
-            "tenant": actor.tenant,
-            "enabled": enabled,
-            "tool_allow": tool_allow,
-            "tool_deny": tool_deny,
-            "config_overrides": config_overrides,
-            "granted_by": actor.label[:255],
-        },
+    grant: UserGrant = _grant_set(
+        actor,
+        UserGrant,
+        "user_grant",
+        {"server": server, "user_id": user_id},
+        enabled=enabled,
+        tool_allow=tool_allow,
+        tool_deny=tool_deny,
+        config_overrides=config_overrides,
     )
-    config_changed(actor.tenant)
-    verb = "mcp.user_grant.created" if created else "mcp.user_grant.updated"
-    _emit(actor, verb, "mcp_user_grant", str(grant.pk), grant_data(grant))
     return grant
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.runtime.results import ToolResult
-from apps.tools.catalog import CATALOG
+from apps.tools.catalog import CATALOG, TEAM_MESSAGE_ACTIONS, TEAM_TASK_ACTIONS
 
 FORWARD_ACTION = "*"  # the domain action is also the flat tool's own ``action`` argument
 
@@ -80,30 +80,8 @@ DOMAINS: dict[str, Domain] = {
                 ),
                 "time": {"now": "datetime"},
                 "message": {"send": "message", "create_topic": "create_forum_topic"},
-                "team_task": _pass_through(
-                    "team_tasks",
-                    (
-                        "create",
-                        "list",
-                        "get",
-                        "claim",
-                        "complete",
-                        "cancel",
-                        "assign",
-                        "review",
-                        "approve",
-                        "reject",
-                        "comment",
-                        "progress",
-                        "attach",
-                        "ask_user",
-                        "clear_ask_user",
-                        "search",
-                        "update",
-                        "retry",
-                    ),
-                ),
-                "team_message": _pass_through("team_message", ("send", "broadcast", "read")),
+                "team_task": _pass_through("team_tasks", TEAM_TASK_ACTIONS),
+                "team_message": _pass_through("team_message", TEAM_MESSAGE_ACTIONS),
                 "workspace": {"dir": "workspace_dir"},
                 "llm": {"call": "openai_compat_call"},
             },

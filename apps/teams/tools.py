@@ -28,30 +28,12 @@ from apps.teams.board import BoardActor, BoardError
 from apps.teams.models import Task, TaskComment, Team, TeamMember
 from apps.teams.selectors import SelectorError
 from apps.tenants.models import Agent
+from apps.tools.catalog import TEAM_MESSAGE_ACTIONS, TEAM_TASK_ACTIONS
 
 Status = Task.Status
 
-TASK_ACTIONS = (
-    "create",
-    "list",
-    "get",
-    "claim",
-    "complete",
-    "cancel",
-    "assign",
-    "review",
-    "approve",
-    "reject",
-    "comment",
-    "progress",
-    "attach",
-    "ask_user",
-    "clear_ask_user",
-    "search",
-    "update",
-    "retry",
-)
-MESSAGE_ACTIONS = ("send", "broadcast", "read")
+TASK_ACTIONS = TEAM_TASK_ACTIONS
+MESSAGE_ACTIONS = TEAM_MESSAGE_ACTIONS
 LEAD_CHANNELS = ("teammate", "system")
 APPROVER_CHANNELS = ("teammate", "system", "dashboard")
 INTERNAL_CHANNELS = board.INTERNAL_CHANNELS

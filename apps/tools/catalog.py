@@ -53,6 +53,29 @@ def _b(description: str) -> dict[str, Any]:
 
 LATER = "not provided by this Toolgate deployment yet"
 
+# The actions of the team tools (their schemas, the tools in apps.teams.tools and their STRAP form).
+TEAM_TASK_ACTIONS = (
+    "create",
+    "list",
+    "get",
+    "claim",
+    "complete",
+    "cancel",
+    "assign",
+    "review",
+    "approve",
+    "reject",
+    "comment",
+    "progress",
+    "attach",
+    "ask_user",
+    "clear_ask_user",
+    "search",
+    "update",
+    "retry",
+)
+TEAM_MESSAGE_ACTIONS = ("send", "broadcast", "read")
+
 _SPECS: list[ToolSpec] = [
     # --- fs ---------------------------------------------------------------------------------------
     ToolSpec(
@@ -404,7 +427,7 @@ _SPECS: list[ToolSpec] = [
         "Team mailbox: send to a teammate, broadcast (lead only), read unread messages.",
         _schema(
             {
-                "action": _s("send, broadcast or read.", enum=["send", "broadcast", "read"]),
+                "action": _s("send, broadcast or read.", enum=list(TEAM_MESSAGE_ACTIONS)),
                 "to": _s("send: the agent key of the teammate."),
                 "text": _s("send/broadcast: the message (at most 10 000 bytes)."),
                 "media": {

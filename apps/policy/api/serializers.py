@@ -7,9 +7,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.policy.models import PolicyVersion, Scope
+from apps.runtime.api.serializers import CallScopeQueryInput
 from apps.tenants.api.base import StrictSerializer
-
-MAX_TOOL_ALLOW = 10_000
 
 
 @extend_schema_field(OpenApiTypes.OBJECT)
@@ -122,19 +121,8 @@ class RollbackPreviewOutput(serializers.Serializer):  # type: ignore[type-arg]
 # --- explain and preview ---------------------------------------------------------------------------
 
 
-class ExplainQueryInput(StrictSerializer):
-    provider = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
-    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    channel = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
-    chat_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    subagent_depth = serializers.IntegerField(min_value=0, max_value=5, required=False, default=0)
-    tool_allow = serializers.CharField(
-        max_length=MAX_TOOL_ALLOW,
-        required=False,
-        allow_blank=True,
-        default="",
-        help_text="Comma-separated names, group: references or * patterns; a final intersection.",
-    )
+# What an explanation is for: the same query parameters as the tool listing.
+ExplainQueryInput = CallScopeQueryInput
 
 
 class ContextInput(StrictSerializer):

@@ -24,6 +24,7 @@ from apps.policy import engine, services
 from apps.policy.api import serializers as s
 from apps.policy.engine import CallScope, Explanation
 from apps.policy.models import PolicyDocument, PolicyVersion, Scope
+from apps.runtime.api.views import CALL_SCOPE_PARAMETERS
 from apps.tenants.access import access_agent
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.api.pagination import CreatedCursorPagination
@@ -254,11 +255,6 @@ class PolicyVersionRollbackView(TenantViewMixin, APIView):
 # --- explain and preview ---------------------------------------------------------------------------
 
 
-def _tool_allow(raw: str) -> tuple[str, ...] | None:
-    """The comma-separated ``tool_allow`` query parameter exactly as the tool listing reads it."""
-    return tuple(n.strip() for n in raw.split(",") if n.strip()) if raw else None
-
-
 def _explanations(entries: Sequence[Explanation]) -> list[dict[str, Any]]:
     return [
         {
@@ -289,16 +285,7 @@ class AgentToolsExplainView(TenantViewMixin, APIView):
     ``include_unavailable=true``) and what execution enforces for the same parameters."""
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("provider", OpenApiTypes.STR),
-            OpenApiParameter("user_id", OpenApiTypes.STR),
-            OpenApiParameter("channel", OpenApiTypes.STR),
-            OpenApiParameter("chat_id", OpenApiTypes.STR),
-            OpenApiParameter("subagent_depth", OpenApiTypes.INT),
-            OpenApiParameter(
-                "tool_allow", OpenApiTypes.STR, description="comma-separated, a final intersection"
-            ),
-        ],
+        parameters=CALL_SCOPE_PARAMETERS,
         responses={200: s.ExplainOutput},
     )
     def get(self, request: Request, key: str) -> Response:
@@ -306,7 +293,7 @@ class AgentToolsExplainView(TenantViewMixin, APIView):
         query = s.ExplainQueryInput(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        tool_allow = _tool_allow(params["tool_allow"])
+        tool_allow = s.ExplainQueryInput.tool_allow_names(params["tool_allow"])
         scope = CallScope(
             provider=params["provider"],
             user_id=params["user_id"],

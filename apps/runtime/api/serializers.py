@@ -55,7 +55,9 @@ class ExecutePendingOutput(serializers.Serializer):  # type: ignore[type-arg]
     status = serializers.CharField()
 
 
-class ToolsQueryInput(StrictSerializer):
+class CallScopeQueryInput(StrictSerializer):
+    """The call a tool listing or a policy explanation is for, as query parameters."""
+
     provider = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     channel = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
@@ -66,8 +68,16 @@ class ToolsQueryInput(StrictSerializer):
         required=False,
         allow_blank=True,
         default="",
-        help_text="Comma-separated names or group: references.",
+        help_text="Comma-separated names, group: references or * patterns; a final intersection.",
     )
+
+    @staticmethod
+    def tool_allow_names(raw: str) -> tuple[str, ...] | None:
+        """The request's allow list from the comma-separated parameter (None when not given)."""
+        return tuple(n.strip() for n in raw.split(",") if n.strip()) if raw else None
+
+
+class ToolsQueryInput(CallScopeQueryInput):
     format = serializers.ChoiceField(choices=FORMATS, required=False, default="openai")
     style = serializers.ChoiceField(choices=STYLES, required=False, default="flat")  # type: ignore[assignment]
     include_unavailable = serializers.BooleanField(required=False, default=False)

@@ -123,6 +123,17 @@ class ExecuteView(TenantViewMixin, APIView):
         return response
 
 
+# The query parameters of s.CallScopeQueryInput, for the schema of the views that read them.
+CALL_SCOPE_PARAMETERS = [
+    OpenApiParameter("provider", OpenApiTypes.STR),
+    OpenApiParameter("user_id", OpenApiTypes.STR),
+    OpenApiParameter("channel", OpenApiTypes.STR),
+    OpenApiParameter("chat_id", OpenApiTypes.STR),
+    OpenApiParameter("subagent_depth", OpenApiTypes.INT),
+    OpenApiParameter("tool_allow", OpenApiTypes.STR, description="comma-separated, a final intersection"),
+]
+
+
 class AgentToolsView(TenantViewMixin, APIView):
     """The tool definitions this agent may use now, sorted by name (stable for prompt caching)."""
 
@@ -130,14 +141,7 @@ class AgentToolsView(TenantViewMixin, APIView):
         parameters=[
             OpenApiParameter("format", OpenApiTypes.STR, enum=list(presentation.FORMATS)),
             OpenApiParameter("style", OpenApiTypes.STR, enum=list(presentation.STYLES)),
-            OpenApiParameter("provider", OpenApiTypes.STR),
-            OpenApiParameter("user_id", OpenApiTypes.STR),
-            OpenApiParameter("channel", OpenApiTypes.STR),
-            OpenApiParameter("chat_id", OpenApiTypes.STR),
-            OpenApiParameter("subagent_depth", OpenApiTypes.INT),
-            OpenApiParameter(
-                "tool_allow", OpenApiTypes.STR, description="comma-separated, a final intersection"
-            ),
+            *CALL_SCOPE_PARAMETERS,
             OpenApiParameter("include_unavailable", OpenApiTypes.BOOL),
         ],
         responses={200: OpenApiTypes.OBJECT},
@@ -147,8 +151,7 @@ class AgentToolsView(TenantViewMixin, APIView):
         query = s.ToolsQueryInput(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         params: dict[str, Any] = query.validated_data
-        raw_allow = params["tool_allow"]
-        tool_allow = tuple(n.strip() for n in raw_allow.split(",") if n.strip()) if raw_allow else None
+        tool_allow = s.CallScopeQueryInput.tool_allow_names(params["tool_allow"])
         allowed = pipeline.allowed_tools(
             agent,
             tenant=self.actor.tenant,
