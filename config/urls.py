@@ -12,6 +12,7 @@ api_v1 = [
     path("", include("apps.policy.api.urls")),
     path("", include("apps.policy.approvals_api.urls")),
     path("", include("apps.teams.api.urls")),
+    path("", include("apps.mcp_grants.api.urls")),
 ]
 
 urlpatterns = [

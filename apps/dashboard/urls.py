@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.dashboard import urls_approvals, urls_policy, urls_teams
+from apps.dashboard import urls_approvals, urls_mcp, urls_policy, urls_teams
 from apps.dashboard.views import agents, api_keys, audit, auth, home, members, runtime, tool_calls, tools
 
 app_name = "dashboard"
@@ -29,4 +29,5 @@ urlpatterns = [
     *urls_policy.urlpatterns,
     *urls_approvals.urlpatterns,
     *urls_teams.urlpatterns,
+    *urls_mcp.urlpatterns,
 ]

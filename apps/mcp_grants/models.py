@@ -158,6 +158,9 @@ class AccessRequest(TenantScoped):
     reason = models.TextField(blank=True, default="")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     requested_by = models.CharField(max_length=255)
+    # Who asked, to notify them live when the request is decided: the actor's kind and id.
+    requester_kind = models.CharField(max_length=20, blank=True, default="")
+    requester_id = models.CharField(max_length=64, blank=True, default="")
     reviewed_by = models.CharField(max_length=255, blank=True, default="")
     reviewed_at = models.DateTimeField(null=True, blank=True)
     review_note = models.TextField(blank=True, default="")
@@ -177,3 +180,26 @@ class AccessRequest(TenantScoped):
                 condition=Q(scope="agent") | ~Q(user_id=""), name="mcp_request_user_scope_has_user"
             ),
         ]
+
+
+class UserCredential(TenantScoped):
+    """A user's own credentials for a server (B §3.1 ``mcp_user_credentials``): when present, that user's
+    calls use a connection of their own, opened with these instead of the server's."""
+
+    server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="user_credentials")
+    user_id = models.CharField(max_length=255)
+    api_key = EncryptedTextField(blank=True, default="")
+    headers_encrypted = EncryptedTextField(blank=True, default="")
+    env_encrypted = EncryptedTextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["user_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "user_id"], name="mcp_user_credential_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server_id}:{self.user_id}"
+
+    headers = MCPServer.headers
+    env = MCPServer.env

@@ -369,6 +369,8 @@ def request_create(
         reason=reason,
         status=AccessRequest.Status.PENDING,
         requested_by=actor.label[:255],
+        requester_kind=actor.kind,
+        requester_id=actor.id[:64],
     )
     _emit(actor, "mcp.request.created", "mcp_access_request", str(req.pk), request_data(req))
     return req

@@ -40,7 +40,7 @@ from apps.runtime.context import CallContext
 from apps.runtime.registry import implementation
 from apps.runtime.results import ToolResult
 from apps.tenants.actors import Actor
-from apps.tenants.models import Agent, Tenant
+from apps.tenants.models import Agent
 from apps.tools.catalog import CATALOG, canonical
 from apps.tools.correction import correction
 
@@ -75,25 +75,6 @@ class CallOutcome:
     decision: str
     resolved_tool: str
     duration_ms: float
-
-
-def allowed_tools(
-    agent: Agent,
-    *,
-    tenant: Tenant,
-    provider: str = "",
-    user_id: str = "",
-    channel: str = "",
-    chat_id: str = "",
-    subagent_depth: int = 0,
-    tool_allow: tuple[str, ...] | None = None,
-) -> list[str]:
-    """The tool names this agent of ``tenant`` may use now (sorted): what listing shows and execution
-    enforces (both go through ``policy.engine.resolve``)."""
-    scope = CallScope(
-        provider=provider, user_id=user_id, channel=channel, chat_id=chat_id, subagent_depth=subagent_depth
-    )
-    return engine.resolve(tenant, agent, scope).allowed(tool_allow)
 
 
 @cache

@@ -11,7 +11,7 @@ from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import RANK, Role
 from tests import factories
-from tests.api import roles_approvals, roles_policy, roles_teams
+from tests.api import roles_approvals, roles_mcp, roles_policy, roles_teams
 from tests.api.tenant_state import tenant_state
 
 pytestmark = pytest.mark.django_db
@@ -33,6 +33,7 @@ def _targets(tenant: Tenant) -> dict[str, str]:
         **roles_policy.targets(tenant),
         **roles_approvals.targets(tenant),
         **roles_teams.targets(tenant),
+        **roles_mcp.targets(tenant),
     }
 
 
@@ -69,6 +70,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     *roles_policy.ACTIONS,
     *roles_approvals.ACTIONS,
     *roles_teams.ACTIONS,
+    *roles_mcp.ACTIONS,
 ]
 
 

@@ -13,7 +13,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from tests import factories
-from tests.api import isolation_approvals, isolation_policy, isolation_teams
+from tests.api import isolation_approvals, isolation_mcp, isolation_policy, isolation_teams
 from tests.api.isolation_support import (
     Case,
     _agent,
@@ -64,6 +64,7 @@ CASES: dict[str, Case] = {
     **isolation_policy.CASES,
     **isolation_approvals.CASES,
     **isolation_teams.CASES,
+    **isolation_mcp.CASES,
 }
 
 

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from apps.audit.models import ToolCall
 from apps.policy import approval_services
+from apps.policy.engine import CallScope
 from apps.runtime import pipeline
 from apps.runtime.api import serializers as s
 from apps.runtime.selectors import tool_call_list
@@ -20,7 +21,7 @@ from apps.tenants.access import runtime_agent
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.roles import Role
-from apps.tools import presentation
+from apps.tools import listing, presentation
 
 # What an omitted "context" means (the defaults of CallContextInput).
 DEFAULT_CONTEXT: dict[str, Any] = {
@@ -151,19 +152,20 @@ class AgentToolsView(TenantViewMixin, APIView):
         query = s.ToolsQueryInput(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         params: dict[str, Any] = query.validated_data
-        tool_allow = s.CallScopeQueryInput.tool_allow_names(params["tool_allow"])
-        allowed = pipeline.allowed_tools(
-            agent,
+        definitions = listing.definitions(
             tenant=self.actor.tenant,
-            provider=params["provider"],
-            user_id=params["user_id"],
-            channel=params["channel"],
-            chat_id=params["chat_id"],
-            subagent_depth=params["subagent_depth"],
-            tool_allow=tool_allow,
+            agent=agent,
+            scope=CallScope(
+                provider=params["provider"],
+                user_id=params["user_id"],
+                channel=params["channel"],
+                chat_id=params["chat_id"],
+                subagent_depth=params["subagent_depth"],
+            ),
+            tool_allow=s.CallScopeQueryInput.tool_allow_names(params["tool_allow"]),
+            style=params["style"],
+            include_unavailable=params["include_unavailable"],
         )
-        names = allowed if params["include_unavailable"] else presentation.runnable(allowed)
-        definitions = presentation.plain_definitions(names, params["style"])
         return Response(
             {
                 "agent": agent.key,

@@ -1,0 +1,41 @@
+"""The tool definitions an agent may use for one call: what ``GET /api/v1/agents/<key>/tools`` returns
+and what Toolgate's own MCP endpoint lists (one function, so the two never disagree).
+
+Built-in tools come from the catalog (those implemented in this deployment, unless asked for all);
+MCP tools from the tools discovered on their servers, always flat (``mcp_<server>__<tool>``) whatever
+the style. Sorted by name, stable for prompt caching.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from apps.policy import engine
+from apps.policy.engine import CallScope
+from apps.tenants.models import Agent, Tenant
+from apps.tools import presentation
+from apps.tools.catalog import CATALOG
+
+
+def definitions(
+    *,
+    tenant: Tenant,
+    agent: Agent,
+    scope: CallScope,
+    tool_allow: Sequence[str] | None = None,
+    style: presentation.Style = "flat",
+    include_unavailable: bool = False,
+) -> list[dict[str, Any]]:
+    """``{"name", "description", "parameters"}`` per tool ``agent`` may use in ``scope``."""
+    from apps.mcp_grants import bridge
+
+    allowed = engine.resolve(tenant, agent, scope).allowed(tool_allow)
+    builtin = [name for name in allowed if name in CATALOG]
+    names = builtin if include_unavailable else presentation.runnable(builtin)
+    result = presentation.plain_definitions(names, style)
+    external = [name for name in allowed if name not in CATALOG]
+    if external:
+        result.extend(bridge.definitions(tenant, external))
+        result.sort(key=lambda d: str(d["name"]))
+    return result
