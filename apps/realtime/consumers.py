@@ -1,5 +1,6 @@
 """The ``/ws/events/`` websocket: authenticated by session or API key, topics of the own tenant only; a
-``team:<id>`` topic only for a team the user's grants reach (``apps.teams.access``)."""
+``team:<id>`` topic only for a team the user's grants reach (``apps.teams.access``); ``me`` carries the
+events addressed to the socket's own actor (its API key, or its user in this tenant) and nobody else's."""
 
 from __future__ import annotations
 
@@ -13,7 +14,16 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.http.request import validate_host
 
-from apps.realtime.events import TOPIC_PATTERNS, TOPICS, group_name, principal_group, public, topic_role
+from apps.realtime.events import (
+    ME,
+    TOPIC_PATTERNS,
+    TOPICS,
+    actor_group,
+    group_name,
+    principal_group,
+    public,
+    topic_role,
+)
 from apps.teams.access import restricted, visible_team_ids
 from apps.tenants.actors import Actor
 from apps.tenants.authentication import actor_for_api_key_header, actor_for_session_user
@@ -78,6 +88,13 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             groups.append(principal_group("session", session.session_key))
         return groups
 
+    def _group(self, topic: str) -> str:
+        """The channel-layer group behind one of this socket's topics: ``me`` is the actor's own."""
+        assert self.actor is not None
+        if topic == ME:
+            return actor_group(self.actor.tenant.pk, self.actor.kind, self.actor.id)
+        return group_name(self.actor.tenant.pk, topic)
+
     async def _leave_principal_groups(self) -> None:
         for group in self.principal_groups:
             await self.channel_layer.group_discard(group, self.channel_name)
@@ -100,9 +117,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         await self._leave_principal_groups()
         if self.actor is not None:
             for topic in list(self.topics):
-                await self.channel_layer.group_discard(
-                    group_name(self.actor.tenant.pk, topic), self.channel_name
-                )
+                await self.channel_layer.group_discard(self._group(topic), self.channel_name)
             self.topics.clear()
         # Layers that keep per-channel state for the process's lifetime can let this channel go now.
         release = getattr(self.channel_layer, "release_channel", None)
@@ -173,7 +188,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 )
                 return
         for topic in topics:
-            group = group_name(self.actor.tenant.pk, topic)
+            group = self._group(topic)
             if kind == "subscribe" and topic not in self.topics:
                 await self.channel_layer.group_add(group, self.channel_name)
                 self.topics.add(topic)
@@ -201,5 +216,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if self.actor is None or event.get("_tenant_id") != str(self.actor.tenant.pk):
             return
         if event.get("topic") not in self.topics:
+            return
+        if event.get("topic") == ME and event.get("_actor") != f"{self.actor.kind}:{self.actor.id}":
             return
         await self.send_json({"type": "event", "event": public(event)})

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+ME = "me"
+
 # Topic -> the least role that may subscribe to it. Later features add their topics here.
 TOPICS: dict[str, str] = {
     "audit": Role.ADMIN,
@@ -34,6 +36,9 @@ TOPICS: dict[str, str] = {
     "policy": Role.VIEWER,
     "approvals": Role.ADMIN,
     "mcp": Role.ADMIN,
+    # The subscriber's own events (e.g. the decision on an access request it made): every role, and
+    # only ever its own actor's (``actor_group``), never the tenant's.
+    ME: Role.VIEWER,
 }
 
 
@@ -63,6 +68,14 @@ def group_name(tenant_id: uuid.UUID | str, topic: str) -> str:
     prefix, sep, ident = topic.partition(":")
     suffix = f"{prefix}.{uuid.UUID(ident).hex}" if sep else topic
     return f"tg.{uuid.UUID(str(tenant_id)).hex}.{suffix}"
+
+
+def actor_group(tenant_id: uuid.UUID | str, kind: str, actor_id: str) -> str:
+    """The channel-layer group of one actor's ``me`` topic in one tenant (an API key, a user, the
+    system), hashed like :func:`principal_group` so that no identifier appears in clear text."""
+    tenant_hex = uuid.UUID(str(tenant_id)).hex
+    digest = hashlib.sha256(f"{tenant_hex}:{kind}:{actor_id}".encode()).hexdigest()[:48]
+    return f"tg.actor.{digest}"
 
 
 def build(*, tenant: Tenant, topic: str, type: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -112,8 +125,21 @@ def _deliver_after_commit(group: str, message: dict[str, Any]) -> None:
 
 def publish(*, tenant: Tenant, topic: str, type: str, data: dict[str, Any]) -> None:
     """Queue a live event for delivery once the current transaction commits (at once outside one)."""
+    if topic == ME:
+        raise ValueError("events for one actor go through publish_to_actor")
     event = build(tenant=tenant, topic=topic, type=type, data=data)
     _deliver_after_commit(group_name(tenant.pk, topic), {"type": "toolgate.event", "event": event})
+
+
+def publish_to_actor(*, tenant: Tenant, kind: str, actor_id: str, type: str, data: dict[str, Any]) -> None:
+    """Queue a live event on topic ``me`` for one actor of ``tenant`` (``kind`` and ``actor_id`` as
+    :class:`apps.tenants.actors.Actor` has them): only that actor's sockets subscribed to ``me`` get
+    it, once the current transaction commits (at once outside one)."""
+    if not kind or not actor_id:
+        return
+    event = build(tenant=tenant, topic=ME, type=type, data=data)
+    event["_actor"] = f"{kind}:{actor_id}"
+    _deliver_after_commit(actor_group(tenant.pk, kind, actor_id), {"type": "toolgate.event", "event": event})
 
 
 # --- closing the sockets of a revoked credential -----------------------------------------------------
