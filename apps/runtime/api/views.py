@@ -12,10 +12,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.audit.models import ToolCall
-from apps.policy import approval_services
 from apps.policy.engine import CallScope
 from apps.runtime import pipeline
 from apps.runtime.api import serializers as s
+from apps.runtime.approval_wait import finish_after_decision
 from apps.runtime.selectors import tool_call_list
 from apps.tenants.access import runtime_agent
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
@@ -63,21 +63,13 @@ class ExecuteView(TenantViewMixin, APIView):
     def as_view(cls, **initkwargs: Any) -> Any:
         sync_view = super().as_view(**initkwargs)
         run_sync = sync_to_async(sync_view)
-        finish = sync_to_async(pipeline.resume)
 
         async def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             response = await run_sync(request, *args, **kwargs)
             pending: pipeline.PendingCall | None = getattr(response, "pending_call", None)
             if pending is None:
                 return response  # type: ignore[no-any-return]
-            # The pooled connection goes back while the call waits; it is taken again to finish.
-            await sync_to_async(approval_services.release_connections)()
-            status = await approval_services.wait_for_decision(
-                tenant=pending.call.actor.tenant,
-                approval_id=pending.approval_id,
-                timeout=approval_services.timeout_seconds(),
-            )
-            outcome = await finish(pending, status)
+            outcome = await finish_after_decision(pending)
             return JsonResponse(_outcome_body(outcome))
 
         view.cls = cls  # type: ignore[attr-defined]

@@ -1,0 +1,23 @@
+"""Finishing a call that waits for a human's approval, from async code (the REST execute view and the
+MCP endpoint), without holding a thread or a database connection while it waits."""
+
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+
+from apps.policy import approval_services
+from apps.runtime import pipeline
+
+
+async def finish_after_decision(pending: pipeline.PendingCall) -> pipeline.CallOutcome:
+    """Wait until ``pending``'s approval is decided or times out, then finish the call (run or refuse).
+
+    The caller's pooled database connections go back before the wait and are taken again to finish;
+    the decision is heard through the channel layer from any process (``wait_for_decision``)."""
+    await sync_to_async(approval_services.release_connections)()
+    status = await approval_services.wait_for_decision(
+        tenant=pending.call.actor.tenant,
+        approval_id=pending.approval_id,
+        timeout=approval_services.timeout_seconds(),
+    )
+    return await sync_to_async(pipeline.resume)(pending, status)
