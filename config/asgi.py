@@ -1,8 +1,11 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through Django (``/mcp/<agent key>/`` through the MCP endpoint), websockets
+through Channels."""
 
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+from typing import Any
 
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
@@ -11,10 +14,21 @@ from django.core.asgi import get_asgi_application
 django_asgi_app = get_asgi_application()
 
 from apps.realtime.routing import websocket_urlpatterns  # noqa: E402
+from apps.runtime.mcp_endpoint import PATH_PATTERN, MCPEndpoint  # noqa: E402
+
+mcp_endpoint = MCPEndpoint()
+
+
+async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if PATH_PATTERN.match(scope["path"]):
+        await mcp_endpoint(scope, receive, send)
+    else:
+        await django_asgi_app(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_app,
         "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
     }
 )

@@ -1,0 +1,275 @@
+"""The ASGI application of ``/mcp/<agent key>/``: everything Toolgate decides before the MCP SDK
+handles a request, and the SDK's session manager (stateless) that handles it.
+
+Before the SDK:
+
+1. the API key: ``Authorization: Bearer <key>``, checked by the REST API's own authentication class
+   (a missing, malformed, revoked or expired key is 401);
+2. the agent: the key's tenant's agent with that key, or 404 (another tenant's agent answers exactly
+   like a missing one);
+3. the call scope, from the query string (``user_id``, ``channel``, ``chat_id``, ``provider``,
+   ``session_key``, ``subagent_depth``, ``tool_allow``, ``style``), validated like the REST listing's
+   (unknown parameters are refused): 400.
+
+Errors are JSON-RPC error objects (``id`` null) with Toolgate's error code in ``error.data.code``.
+The SDK then applies the body limit (``MAX_REQUEST_BODY_BYTES``: 413) and its DNS-rebinding
+protection (Host and Origin against ``ALLOWED_HOSTS`` and ``CSRF_TRUSTED_ORIGINS``: 421 and 403).
+
+Each request runs its database work in a thread of its own (``ThreadSensitiveContext``, as Django does
+for a request) and gives its connections back when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+import re
+import time
+import uuid
+import weakref
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.http import Http404, QueryDict
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import INVALID_REQUEST
+from rest_framework import exceptions
+from rest_framework.serializers import CharField, ChoiceField
+
+from apps.audit import context as request_context
+from apps.policy.engine import CallScope
+from apps.runtime.api.serializers import CallScopeQueryInput
+from apps.runtime.mcp_endpoint import server
+from apps.tenants.access import runtime_agent
+from apps.tenants.authentication import ApiKeyAuthentication
+from apps.tenants.errors import ErrorCode
+from apps.tools.presentation import STYLES
+
+logger = logging.getLogger("toolgate.request")
+
+# ``/mcp/<agent key>`` with or without the trailing slash; anything else under /mcp/ is Django's 404.
+PATH_PATTERN = re.compile(r"^/mcp/(?P<key>[^/]{1,200})/?$")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+MAX_QUERY_CHARS = 16 * 1024
+
+
+class EndpointQueryInput(CallScopeQueryInput):
+    """The call scope of every request to one endpoint URL (an MCP client is configured with one URL)."""
+
+    session_key = CharField(max_length=200, required=False, allow_blank=True, default="")
+    style = ChoiceField(choices=STYLES, required=False, default="flat")  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    code: str
+    message: str
+    details: dict[str, Any]
+
+
+class _HeaderRequest:
+    """What the REST API's authentication class reads of a request: its headers, in WSGI form."""
+
+    def __init__(self, authorization: str) -> None:
+        self.META = {"HTTP_AUTHORIZATION": authorization} if authorization else {}
+
+
+def identify(
+    *, authorization: str, agent_key: str, query: str, request_id: str, ip: str | None
+) -> server.Caller | Refusal:
+    """The caller of one request, or why it is refused (401, 404, 400: in this order, as REST does)."""
+    try:
+        authenticated = ApiKeyAuthentication().authenticate(_HeaderRequest(authorization))  # type: ignore[arg-type]
+    except exceptions.AuthenticationFailed as exc:
+        return Refusal(401, ErrorCode.AUTHENTICATION_FAILED, str(exc.detail), {})
+    if authenticated is None:
+        return Refusal(
+            401,
+            ErrorCode.NOT_AUTHENTICATED,
+            "Authentication credentials were not provided: use 'Authorization: Bearer <api key>'.",
+            {},
+        )
+    actor = authenticated[1]
+    try:
+        agent = runtime_agent(actor=actor, key=agent_key)
+    except Http404:
+        return Refusal(404, ErrorCode.NOT_FOUND, "No agent with this key.", {})
+    if len(query) > MAX_QUERY_CHARS:
+        return Refusal(
+            400, ErrorCode.INVALID, f"The query string is longer than {MAX_QUERY_CHARS} characters.", {}
+        )
+    data = EndpointQueryInput(data=QueryDict(query).dict())
+    if not data.is_valid():
+        details = {name: [str(m) for m in messages] for name, messages in data.errors.items()}
+        first = next(iter(details.items()))
+        return Refusal(400, ErrorCode.INVALID, f"Invalid query parameter {first[0]}: {first[1][0]}", details)
+    params: dict[str, Any] = data.validated_data
+    return server.Caller(
+        actor=actor,
+        agent=agent,
+        scope=CallScope(
+            provider=params["provider"],
+            user_id=params["user_id"],
+            channel=params["channel"],
+            chat_id=params["chat_id"],
+            subagent_depth=params["subagent_depth"],
+        ),
+        session_key=params["session_key"],
+        tool_allow=CallScopeQueryInput.tool_allow_names(params["tool_allow"]),
+        style=params["style"],
+        request_id=request_id,
+        ip=ip,
+    )
+
+
+def transport_security() -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection for the host names this deployment serves: ``ALLOWED_HOSTS``
+    (any port) and, as origins, those hosts over http and https plus ``CSRF_TRUSTED_ORIGINS``.
+
+    ``*`` in ``ALLOWED_HOSTS`` accepts any host, as Django does, and so turns the check off; a
+    subdomain pattern (``.example.com``) is served on the bare domain only."""
+    hosts = [h.lstrip(".") for h in settings.ALLOWED_HOSTS if h and h != "*"]
+    if "*" in settings.ALLOWED_HOSTS:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    origins = [
+        f"{scheme}://{host}{port}" for host in hosts for scheme in ("http", "https") for port in ("", ":*")
+    ]
+    origins += [o for o in settings.CSRF_TRUSTED_ORIGINS if "*" not in o]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[h for host in hosts for h in (host, f"{host}:*")],
+        allowed_origins=origins,
+    )
+
+
+class _Managers:
+    """One running session manager per event loop (daphne has one), started on first use.
+
+    The manager needs a task group that outlives requests; daphne has no lifespan events, so it runs in
+    a task of its own, in a fresh context (no request's context variables)."""
+
+    def __init__(self) -> None:
+        self._ready: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, asyncio.Future[StreamableHTTPSessionManager]
+        ]
+        self._ready = weakref.WeakKeyDictionary()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def get(self) -> StreamableHTTPSessionManager:
+        loop = asyncio.get_running_loop()
+        ready = self._ready.get(loop)
+        if ready is None or (ready.done() and ready.exception() is not None):
+            ready = loop.create_future()
+            self._ready[loop] = ready
+            task = loop.create_task(self._serve(ready), context=contextvars.Context())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return await asyncio.shield(ready)
+
+    @staticmethod
+    async def _serve(ready: asyncio.Future[StreamableHTTPSessionManager]) -> None:
+        manager = StreamableHTTPSessionManager(
+            app=server.build(),
+            stateless=True,
+            security_settings=transport_security(),
+            max_request_body_size=settings.MAX_REQUEST_BODY_BYTES,
+        )
+        try:
+            async with manager.run():
+                ready.set_result(manager)
+                await asyncio.Event().wait()  # for the life of the loop
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(
+                    exc if isinstance(exc, Exception) else RuntimeError("MCP endpoint stopped")
+                )
+            raise
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str:
+    for key, value in scope.get("headers") or ():
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return ""
+
+
+async def _refuse(send: Any, refusal: Refusal) -> None:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": INVALID_REQUEST,
+                "message": refusal.message,
+                "data": {"code": refusal.code, "details": refusal.details},
+            },
+        }
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if refusal.status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="toolgate"'))
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class MCPEndpoint:
+    """ASGI application for ``/mcp/<agent key>/`` (``config.asgi`` routes the path here)."""
+
+    def __init__(self) -> None:
+        self._managers = _Managers()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        match = PATH_PATTERN.match(scope["path"])
+        assert match is not None, "config.asgi routes only matching paths here"
+        incoming = _header(scope, b"x-request-id")
+        request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        client = scope.get("client")
+        ip = str(client[0]) if client else None
+        status = 0
+
+        async def send_with_id(message: MutableMapping[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                message = {
+                    **message,
+                    "headers": [*message.get("headers", ()), (b"x-request-id", request_id.encode())],
+                }
+            await send(message)
+
+        started = time.monotonic()
+        token = request_context.bind(request_context.RequestContext(request_id=request_id, ip=ip))
+        try:
+            async with ThreadSensitiveContext():
+                try:
+                    found = await sync_to_async(identify)(
+                        authorization=_header(scope, b"authorization"),
+                        agent_key=match["key"],
+                        query=bytes(scope.get("query_string", b"")).decode("latin-1"),
+                        request_id=request_id,
+                        ip=ip,
+                    )
+                    if isinstance(found, Refusal):
+                        await _refuse(send_with_id, found)
+                        return
+                    manager = await self._managers.get()
+                    await manager.handle_request({**scope, server.CALLER_KEY: found}, receive, send_with_id)
+                finally:
+                    await sync_to_async(close_old_connections)()
+        finally:
+            logger.info(
+                "%s %s %s",
+                scope.get("method", ""),
+                scope["path"],
+                status,
+                extra={"status": status, "duration_ms": round((time.monotonic() - started) * 1000, 1)},
+            )
+            request_context.reset(token)

@@ -1,0 +1,186 @@
+"""The MCP server behind ``/mcp/<agent key>/``: one agent's tools, listed and called for one caller.
+
+Who calls, for which agent and in which call scope is decided before the SDK sees the request
+(``asgi``) and travels in the ASGI scope under :data:`CALLER_KEY`; the handlers read it from the
+request the SDK hands them. Database work runs in the request's own worker thread
+(``sync_to_async`` inside the request's ``ThreadSensitiveContext``), never on the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+
+from apps.audit import context as request_context
+from apps.policy.engine import CallScope
+from apps.runtime import pipeline
+from apps.runtime.approval_wait import finish_after_decision
+from apps.tenants.actors import Actor
+from apps.tenants.models import Agent
+from apps.tenants.roles import Role
+from apps.tools import listing, presentation
+
+CALLER_KEY = "toolgate.mcp_caller"
+# The origin of every call made over MCP: the REST API's default (``context.origin`` of execute), so an
+# agent's tools and approvals are the same whichever way a client calls.
+ORIGIN = "user"
+MAX_TOOL_NAME_CHARS = 200  # as ``POST /api/v1/runtime/execute`` bounds ``tool``
+META_PREFIX = "toolgate/"
+# Binary content blocks of a result (MCP tools' images and audio) that reach the client as themselves.
+MEDIA_TYPES = ("image", "audio")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated MCP request: who, for which agent, in which call scope."""
+
+    actor: Actor
+    agent: Agent
+    scope: CallScope
+    session_key: str
+    tool_allow: tuple[str, ...] | None
+    style: presentation.Style
+    request_id: str
+    ip: str | None
+
+
+def _caller(ctx: ServerRequestContext[Any, Any]) -> Caller:
+    request = ctx.request
+    caller = request.scope.get(CALLER_KEY) if request is not None else None
+    if not isinstance(caller, Caller):  # only reachable if the endpoint were mounted without its front
+        raise MCPError(code=types.INTERNAL_ERROR, message="The request was not authenticated.")
+    return caller
+
+
+def _bind(caller: Caller) -> Any:
+    return request_context.bind(
+        request_context.RequestContext(
+            request_id=caller.request_id, ip=caller.ip, tenant=caller.actor.tenant.slug
+        )
+    )
+
+
+def _definitions(caller: Caller) -> list[dict[str, Any]]:
+    token = _bind(caller)
+    try:
+        found = listing.definitions(
+            tenant=caller.actor.tenant,
+            agent=caller.agent,
+            scope=caller.scope,
+            tool_allow=caller.tool_allow,
+            style=caller.style,
+        )
+        return presentation.render(found, "mcp")
+    finally:
+        request_context.reset(token)
+
+
+def _begin(
+    caller: Caller, name: str, arguments: dict[str, Any]
+) -> pipeline.CallOutcome | pipeline.PendingCall:
+    token = _bind(caller)
+    try:
+        return pipeline.begin(
+            actor=caller.actor,
+            request=pipeline.CallRequest(
+                agent=caller.agent,
+                tool=name,
+                args=arguments,
+                session_key=caller.session_key,
+                user_id=caller.scope.user_id,
+                channel=caller.scope.channel,
+                chat_id=caller.scope.chat_id,
+                provider=caller.scope.provider,
+                origin=ORIGIN,
+                subagent_depth=caller.scope.subagent_depth,
+                tool_allow=caller.tool_allow,
+                style=caller.style,
+            ),
+            wait=True,
+        )
+    finally:
+        request_context.reset(token)
+
+
+async def list_tools(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    """Exactly ``GET /api/v1/agents/<key>/tools?format=mcp`` for the same scope (viewers and up)."""
+    rendered = await sync_to_async(_definitions)(_caller(ctx))
+    return types.ListToolsResult(tools=[types.Tool.model_validate(tool) for tool in rendered])
+
+
+async def call_tool(
+    ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    """One call through the runtime pipeline, as ``POST /api/v1/runtime/execute`` runs it (members and up).
+
+    A tool's failure, a name outside the agent's tools and a refused approval are error results
+    (``isError``) with the pipeline's message; a call that needs a human's approval waits for it,
+    without a thread or a database connection, like execute does."""
+    caller = _caller(ctx)
+    if not caller.actor.can(Role.MEMBER):
+        raise MCPError(
+            code=types.INVALID_REQUEST,
+            message="Calling tools needs the member role or higher; "
+            f"this API key has the {caller.actor.role} role.",
+            data={"code": "permission_denied"},
+        )
+    if len(params.name) > MAX_TOOL_NAME_CHARS:
+        raise MCPError(
+            code=types.INVALID_PARAMS,
+            message=f"Tool name is longer than {MAX_TOOL_NAME_CHARS} characters.",
+            data={"code": "invalid"},
+        )
+    step = await sync_to_async(_begin)(caller, params.name, dict(params.arguments or {}))
+    outcome = step if isinstance(step, pipeline.CallOutcome) else await finish_after_decision(step)
+    return to_mcp_result(outcome)
+
+
+def to_mcp_result(outcome: pipeline.CallOutcome) -> types.CallToolResult:
+    """A pipeline outcome as an MCP result: ``for_llm`` (scrubbed) is the text; an MCP tool's images and
+    audio follow as their own blocks; its structured content (scrubbed by the pipeline) is
+    ``structuredContent`` when it is a JSON object; ``is_error`` is ``isError``. Other extras of a
+    result are not passed on: they are not scrubbed. The call's id is in ``_meta``."""
+    result = outcome.result
+    content: list[types.ContentBlock] = [types.TextContent(text=result.for_llm)]
+    for block in result.data.get("content") or ():
+        if isinstance(block, dict) and block.get("type") in MEDIA_TYPES:
+            media = types.ImageContent if block["type"] == "image" else types.AudioContent
+            content.append(media(data=str(block.get("data", "")), mime_type=str(block.get("mime_type", ""))))
+    structured = result.data.get("structured_content")
+    if not isinstance(structured, dict) or not _is_json(structured):
+        structured = None
+    return types.CallToolResult(
+        content=content,
+        structured_content=structured,
+        is_error=result.is_error,
+        _meta={f"{META_PREFIX}call_id": outcome.call_id},
+    )
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def build() -> Server[Any]:
+    """The MCP server (one per process; every request is served statelessly)."""
+    return Server(
+        "toolgate",
+        title="Toolgate",
+        instructions="The tools this agent may use, as Toolgate's policy allows them for this API key "
+        "and call scope. Every call is checked, approved when it must be, run, scrubbed and recorded.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
