@@ -1,11 +1,13 @@
-"""Every write to MCP servers, grants and access requests. Each is atomic, audited (secrets never:
-only the names of headers and env variables, and whether an API key is set), published on the tenant's
-``mcp`` topic after commit, and raises the tenant's ``config_version`` when it can change which tools
-an agent or user reaches.
+"""Every write to MCP servers, grants, per-user credentials and access requests. Each is atomic,
+audited (secrets never: only the names of headers and env variables, and whether an API key is set),
+published on the tenant's ``mcp`` topic after commit, and raises the tenant's ``config_version`` when it
+can change which tools an agent or user reaches. The decision on an access request is also published to
+the actor that asked for it (its ``me`` topic).
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -14,7 +16,14 @@ from django.utils import timezone
 
 from apps.audit.services import record
 from apps.mcp_grants import naming, validation
-from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, UserGrant, server_name_validator
+from apps.mcp_grants.models import (
+    AccessRequest,
+    AgentGrant,
+    MCPServer,
+    UserCredential,
+    UserGrant,
+    server_name_validator,
+)
 from apps.realtime import events
 from apps.runtime.scrubber import Scrubber
 from apps.tenants.actors import Actor
@@ -323,6 +332,8 @@ def request_data(req: AccessRequest) -> dict[str, Any]:
         "reason": req.reason,
         "status": req.status,
         "requested_by": req.requested_by,
+        "requester": {"kind": req.requester_kind, "id": req.requester_id},
+        "created_at": req.created_at.isoformat() if req.created_at else None,
         "reviewed_by": req.reviewed_by,
         "reviewed_at": req.reviewed_at.isoformat() if req.reviewed_at else None,
         "review_note": req.review_note,
@@ -387,17 +398,28 @@ def request_review(
 ) -> AccessRequest:
     """Approve or reject a pending request in one transaction (B §3.4). Approval creates or updates the
     grant (enabled, with the request's tool_allow, or ``tool_allow`` given here, which may only narrow
-    it); a request that is gone or no longer pending is refused and nothing changes."""
+    it). A request of another tenant or none at all is 404, one decided already 409; either way nothing
+    changes. After commit the decision is published on ``mcp`` and to the requester's ``me`` topic."""
     if not isinstance(note, str) or len(note) > MAX_REASON:
         raise _invalid({"note": [f"at most {MAX_REASON} characters."]})
+    try:
+        request_id = uuid.UUID(str(request_id))
+    except ValueError:
+        raise ServiceError(ErrorCode.NOT_FOUND, "request not found", status=404) from None
     req = (
         AccessRequest.objects.for_tenant(actor.tenant)
-        .select_for_update()
-        .filter(pk=request_id, status=AccessRequest.Status.PENDING)
+        .select_for_update(of=("self",))
+        .select_related("server", "agent")
+        .filter(pk=request_id)
         .first()
     )
     if req is None:
-        raise ServiceError(ErrorCode.NOT_FOUND, "request not found or not pending", status=404)
+        raise ServiceError(ErrorCode.NOT_FOUND, "request not found", status=404)
+    if req.status != AccessRequest.Status.PENDING:
+        raise Conflict(
+            ErrorCode.CONFLICT,
+            f"request not pending: it was {req.status} by {req.reviewed_by or 'someone'} already.",
+        )
     granted = req.tool_allow
     if approved and tool_allow is not None:
         message = validation.tool_list_error(tool_allow, nullable=True)
@@ -437,4 +459,111 @@ def request_review(
         data["grant"] = grant_data(grant)
     verb = "mcp.request.approved" if approved else "mcp.request.rejected"
     _emit(actor, verb, "mcp_access_request", str(req.pk), data)
+    events.publish_to_actor(
+        tenant=actor.tenant,
+        kind=req.requester_kind,
+        actor_id=req.requester_id,
+        type=verb,
+        data=request_data(req),
+    )
     return req
+
+
+# --- per-user credentials -----------------------------------------------------------------------------
+
+
+def credential_data(credential: UserCredential) -> dict[str, Any]:
+    """What may be shown and audited of a user's credentials: which are set, never their values."""
+    return {
+        "id": str(credential.pk),
+        "server": credential.server.name,
+        "user_id": credential.user_id,
+        "has_api_key": bool(credential.api_key),
+        "headers": sorted(credential.headers),
+        "env": sorted(credential.env),
+    }
+
+
+def _check_credentials(server: MCPServer, api_key: Any, headers: Any, env: Any) -> None:
+    errors: dict[str, list[str]] = {}
+    if api_key is not None and (
+        not isinstance(api_key, str)
+        or len(api_key) > validation.MAX_API_KEY
+        or validation.LINE_BREAKS.search(api_key)
+    ):
+        errors["api_key"] = [f"a single-line string of at most {validation.MAX_API_KEY} characters."]
+    if headers is not None:
+        messages = validation.headers_errors(headers)
+        if messages:
+            errors["headers"] = messages
+    if env is not None:
+        messages = validation.env_errors(env)
+        if server.transport != MCPServer.Transport.STDIO and env:
+            messages = [f"a {server.transport} server has no env."]
+        if messages:
+            errors["env"] = messages
+    if errors:
+        raise _invalid(errors)
+
+
+@transaction.atomic
+def credential_set(
+    *,
+    actor: Actor,
+    server: MCPServer,
+    user_id: str,
+    api_key: str | None = None,
+    headers: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+) -> UserCredential:
+    """Set ``user_id``'s own credentials for ``server`` (their calls then use a connection of their own).
+    A value left ``None`` keeps what is stored (nothing, for new credentials); ``""`` / ``{}`` clears
+    it; at least one must remain set. Validated like the server's own headers and env; the values are
+    encrypted at rest and never audited or published, only which are set. Which tools are reachable
+    does not change, so the tenant's configuration version stays."""
+    if server.tenant_id != actor.tenant.pk:
+        raise ServiceError(ErrorCode.INVALID, "server: a server of this tenant only.")
+    user_id = _check_user_id(user_id)
+    _check_credentials(server, api_key, headers, env)
+    credential = (
+        UserCredential.objects.for_tenant(actor.tenant)
+        .select_for_update()
+        .filter(server=server, user_id=user_id)
+        .first()
+    )
+    created = credential is None
+    if credential is None:
+        credential = UserCredential(tenant=actor.tenant, server=server, user_id=user_id)
+    before = {"api_key": credential.api_key, "headers": credential.headers, "env": credential.env}
+    if api_key is not None:
+        credential.api_key = api_key
+    if headers is not None:
+        credential.headers = dict(headers)
+    if env is not None:
+        credential.env = dict(env)
+    after = {"api_key": credential.api_key, "headers": credential.headers, "env": credential.env}
+    if not any(after.values()):
+        message = "set at least one of api_key, headers, env (DELETE removes the credentials)."
+        raise ServiceError(ErrorCode.INVALID, message, details={"non_field_errors": [message]})
+    if not created and after == before:
+        return credential
+    try:
+        with transaction.atomic():
+            credential.save()
+    except IntegrityError:
+        raise Conflict(ErrorCode.CONFLICT, f"Credentials of {user_id!r} were set meanwhile; retry.") from None
+    data = credential_data(credential)
+    data["changed"] = sorted(k for k in after if after[k] != before[k])
+    verb = "mcp.user_credential.created" if created else "mcp.user_credential.updated"
+    _emit(actor, verb, "mcp_user_credential", str(credential.pk), data)
+    return credential
+
+
+@transaction.atomic
+def credential_delete(*, actor: Actor, credential: UserCredential) -> None:
+    """Remove a user's own credentials for a server (their calls use the server's again)."""
+    data = credential_data(credential)
+    deleted, _ = UserCredential.objects.for_tenant(actor.tenant).filter(pk=credential.pk).delete()
+    if not deleted:
+        raise ServiceError(ErrorCode.NOT_FOUND, "Credentials not found.", status=404)
+    _emit(actor, "mcp.user_credential.deleted", "mcp_user_credential", data["id"], data)

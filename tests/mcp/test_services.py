@@ -161,7 +161,8 @@ def test_request_forced_pending_then_approved_with_narrowing(tenant_a, system, a
     assert [list(e.registered) for e in access.accessible(tenant_a, agent, "")] == [["mcp_pg__query"]]
     with pytest.raises(ServiceError) as again:
         services.request_review(actor=system, request_id=req.pk, approved=False)
-    assert again.value.message == "request not found or not pending"
+    assert again.value.status == 409
+    assert again.value.message.startswith("request not pending: it was approved by system")
     audit = AuditEvent.objects.for_tenant(tenant_a).get(verb="mcp.request.approved")
     assert audit.data["grant"]["tool_allow"] == ["query"]
 
