@@ -1,15 +1,31 @@
-"""MCP tools as tools of the runtime pipeline: their definitions for listings."""
+"""MCP tools as tools of the runtime pipeline: their definitions for listings, the call-time access
+check, argument handling, the call over the process's reused connection, and the faithful mapping of
+MCP results (text, images, audio, resources, structured content, errors) to a tool result.
+"""
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from apps.mcp_grants import naming
-from apps.mcp_grants.models import MCPServerTool
-from apps.tenants.models import Tenant
+import jsonschema
+from mcp.shared.exceptions import MCPError
+
+from apps.mcp_grants import access, client, naming
+from apps.mcp_grants.models import MCPServer, MCPServerTool
+from apps.runtime.results import ToolResult
+from apps.tenants.models import Agent, Tenant
+
+if TYPE_CHECKING:
+    from apps.runtime.context import CallContext
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+MAX_RESULT_CHARS = 1024 * 1024
 
 
 def definitions(tenant: Tenant, names: Iterable[str]) -> list[dict[str, Any]]:
@@ -31,3 +47,193 @@ def definitions(tenant: Tenant, names: Iterable[str]) -> list[dict[str, Any]]:
                 }
             )
     return sorted(result, key=lambda d: str(d["name"]))
+
+
+# --- what an agent (for a user) can call ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    server: MCPServer
+    tool: str  # the original name on the server
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Reachable:
+    targets: dict[str, Target]
+    refused: dict[str, str]  # registered name of a discovered tool -> why it may not be called
+
+
+_CACHE: OrderedDict[tuple[Any, ...], _Reachable] = OrderedDict()
+_CACHE_SIZE = 512
+_CACHE_LOCK = threading.Lock()
+
+
+def _reachable(tenant: Tenant, agent: Agent, user_id: str) -> _Reachable:
+    """The MCP tools ``agent`` may call for ``user_id`` (:func:`access.accessible`, deny lists of both
+    grants included), kept per process for the tenant's ``config_version``: every change of a server,
+    grant or discovered tool raises it, so a revoked grant is never served from here."""
+    key = (tenant.pk, tenant.config_version, agent.pk, user_id)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    entries = access.accessible(tenant, agent, user_id)
+    schemas = {
+        (row[0], row[1]): row[2]
+        for row in MCPServerTool.objects.for_tenant(tenant)
+        .filter(server_id__in=[e.server.pk for e in entries])
+        .values_list("server_id", "name", "input_schema")
+    }
+    targets: dict[str, Target] = {}
+    refused: dict[str, str] = {}
+    for entry in entries:
+        for (server_id, tool), schema in schemas.items():
+            if server_id != entry.server.pk:
+                continue
+            name = naming.registered_name(entry.server, tool)
+            if tool in entry.tools:
+                targets[name] = Target(entry.server, tool, schema or EMPTY_SCHEMA)
+            else:
+                refused[name] = "tool_not_in_allow_list"
+    reachable = _Reachable(targets, refused)
+    with _CACHE_LOCK:
+        _CACHE[key] = reachable
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return reachable
+
+
+def target(tenant: Tenant, agent: Agent, user_id: str, name: str) -> Target:
+    """The server and tool behind ``name`` if ``agent`` may call it for ``user_id`` now, else
+    :class:`access.NotAccessible` (``server_not_accessible`` or ``tool_not_in_allow_list``)."""
+    reachable = _reachable(tenant, agent, user_id)
+    found = reachable.targets.get(name)
+    if found is not None:
+        return found
+    if name in reachable.refused:
+        raise access.NotAccessible(
+            "tool_not_in_allow_list", f"{name}: the tool is not allowed for this agent."
+        )
+    raise access.NotAccessible(
+        "server_not_accessible", f"{name}: no accessible MCP server provides this tool."
+    )
+
+
+# --- arguments ------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1024)
+def _validator(schema_json: str) -> jsonschema.protocols.Validator | None:
+    schema = json.loads(schema_json)
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+    except (jsonschema.SchemaError, TypeError):
+        return None  # a server's broken schema is the server's to enforce
+    return cls(schema)  # type: ignore[no-any-return]
+
+
+def strip_empty_optional(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """Arguments without the optional ones an LLM sent empty (``null`` or ``""``): a server that
+    validates strictly would refuse them, and an empty optional value means "not given"."""
+    required = set(schema.get("required") or ())
+    return {k: v for k, v in args.items() if k in required or (v is not None and v != "")}
+
+
+def schema_error(name: str, schema: dict[str, Any], args: dict[str, Any]) -> str | None:
+    validator = _validator(json.dumps(schema, sort_keys=True, default=str))
+    if validator is None:
+        return None
+    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    messages = []
+    for error in errors[:5]:
+        where = ".".join(str(p) for p in error.absolute_path)
+        messages.append(f"{where}: {error.message}" if where else error.message)
+    properties = ", ".join(schema.get("properties") or {}) or "none"
+    return f"Invalid arguments for {name}: {'; '.join(messages)}. Parameters: {properties}."
+
+
+def required_parameters(schema: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(str(r) for r in schema.get("required") or ())
+
+
+# --- the call -----------------------------------------------------------------------------------------
+
+
+def run(ctx: CallContext, name: str, found: Target, args: dict[str, Any]) -> ToolResult:
+    """Call ``found`` on this process's connection to its server (the user's own, when they have
+    credentials), within the server's timeout; every failure is an error result naming the server."""
+    server = found.server
+    endpoint = client.endpoint_for(server, client.credential_for(server, ctx.user_id))
+    for secret in endpoint.secrets:
+        ctx.scrubber.register(secret)
+    mgr = client.manager()
+    try:
+        result = mgr.run(mgr.call(endpoint, found.tool, args), endpoint.timeout + client.CONNECT_TIMEOUT + 5)
+    except client.MCPTimeout as exc:
+        return ToolResult.error(
+            f"MCP tool {name} {exc} (server {server.name!r}); the server may be busy or hung. Try again "
+            "later or with a smaller request.",
+            server=server.name,
+        )
+    except client.MCPUnavailable as exc:
+        return ToolResult.error(f"{exc}", server=server.name)
+    except MCPError as exc:
+        reason = client.describe(exc)
+        return ToolResult.error(
+            f"MCP server {server.name!r} refused the call of {found.tool}: {reason}", server=server.name
+        )
+    return to_result(result, server=server.name)
+
+
+def to_result(result: Any, *, server: str = "") -> ToolResult:
+    """An MCP ``CallToolResult`` as a tool result: text blocks joined for the model; images and audio
+    kept (base64, with their MIME types) in ``data["content"]`` and named in the text; embedded
+    resources' text inlined; ``structuredContent`` in ``data["structured_content"]`` (and as JSON text
+    when there is no text block); ``isError`` kept."""
+    texts: list[str] = []
+    content: list[dict[str, Any]] = []
+    for block in getattr(result, "content", None) or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            texts.append(block.text)
+            content.append({"type": "text", "text": block.text})
+        elif kind in {"image", "audio"}:
+            size = len(block.data) * 3 // 4
+            texts.append(f"[{kind}: {block.mime_type}, about {size} bytes]")
+            content.append({"type": kind, "mime_type": block.mime_type, "data": block.data})
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            uri = str(getattr(resource, "uri", ""))
+            if text is not None:
+                texts.append(text)
+            else:
+                texts.append(f"[resource {uri} ({getattr(resource, 'mime_type', None) or 'binary'})]")
+            content.append(
+                {"type": "resource", "uri": uri, "mime_type": getattr(resource, "mime_type", None)}
+            )
+        elif kind == "resource_link":
+            texts.append(f"[resource link {block.uri}: {block.name}]")
+            content.append({"type": "resource_link", "uri": str(block.uri), "name": block.name})
+    structured = getattr(result, "structured_content", None)
+    if structured is not None and not texts:
+        texts.append(json.dumps(structured, ensure_ascii=False, default=str))
+    text = "\n".join(texts)
+    if len(text) > MAX_RESULT_CHARS:
+        text = text[:MAX_RESULT_CHARS] + f"\n[output truncated at {MAX_RESULT_CHARS} characters]"
+    data: dict[str, Any] = {}
+    if any(c["type"] != "text" for c in content):
+        data["content"] = content
+    if structured is not None:
+        data["structured_content"] = structured
+    if server:
+        data["server"] = server
+    if getattr(result, "is_error", False):
+        return ToolResult.error(text or "the MCP tool reported an error without a message", **data)
+    return ToolResult.ok(text, **data)

@@ -36,7 +36,30 @@ def _load_mapping(raw: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
-class MCPServer(TenantScoped):
+class SecretMappings:
+    """``headers`` and ``env`` read and written as mappings over their encrypted JSON text."""
+
+    headers_encrypted: str
+    env_encrypted: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return _load_mapping(self.headers_encrypted)
+
+    @headers.setter
+    def headers(self, value: dict[str, str]) -> None:
+        self.headers_encrypted = json.dumps(value, sort_keys=True) if value else ""
+
+    @property
+    def env(self) -> dict[str, str]:
+        return _load_mapping(self.env_encrypted)
+
+    @env.setter
+    def env(self, value: dict[str, str]) -> None:
+        self.env_encrypted = json.dumps(value, sort_keys=True) if value else ""
+
+
+class MCPServer(SecretMappings, TenantScoped):
     class Transport(models.TextChoices):
         STDIO = "stdio", "stdio"
         SSE = "sse", "SSE"
@@ -71,22 +94,6 @@ class MCPServer(TenantScoped):
 
     def __str__(self) -> str:
         return self.name
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return _load_mapping(self.headers_encrypted)
-
-    @headers.setter
-    def headers(self, value: dict[str, str]) -> None:
-        self.headers_encrypted = json.dumps(value, sort_keys=True) if value else ""
-
-    @property
-    def env(self) -> dict[str, str]:
-        return _load_mapping(self.env_encrypted)
-
-    @env.setter
-    def env(self, value: dict[str, str]) -> None:
-        self.env_encrypted = json.dumps(value, sort_keys=True) if value else ""
 
 
 class MCPServerTool(TenantScoped):
@@ -182,7 +189,7 @@ class AccessRequest(TenantScoped):
         ]
 
 
-class UserCredential(TenantScoped):
+class UserCredential(SecretMappings, TenantScoped):
     """A user's own credentials for a server (B §3.1 ``mcp_user_credentials``): when present, that user's
     calls use a connection of their own, opened with these instead of the server's."""
 
@@ -200,6 +207,3 @@ class UserCredential(TenantScoped):
 
     def __str__(self) -> str:
         return f"{self.server_id}:{self.user_id}"
-
-    headers = MCPServer.headers
-    env = MCPServer.env

@@ -22,7 +22,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
@@ -100,6 +100,10 @@ def _empty_args_message(name: str) -> str | None:
     required = CATALOG[name].required_parameters
     if not required:
         return None
+    return _empty_args_message_for(required)
+
+
+def _empty_args_message_for(required: Sequence[str]) -> str:
     return (
         f"Tool call had empty arguments (required: {', '.join(required)}). This usually means your previous "
         "response was too long and the tool call was cut off; call the tool again with its arguments."
@@ -165,6 +169,15 @@ class _Call:
         if self.policy.scrub_credentials:
             result.for_llm = self.scrubber.scrub(result.for_llm)
             result.for_user = self.scrubber.scrub(result.for_user or "")
+            if "structured_content" in result.data:
+                result.data["structured_content"] = _scrub_args(
+                    result.data["structured_content"], self.scrubber.scrub
+                )
+            if "content" in result.data:  # images' and audio's base64 is not text
+                result.data["content"] = [
+                    {**c, "text": self.scrubber.scrub(c["text"])} if c.get("type") == "text" else c
+                    for c in result.data["content"]
+                ]
         duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
         _record(
             actor=self.actor,
@@ -199,6 +212,8 @@ class _Call:
                 return self.finish(Decision.INVALID, translated)
             self.name, self.args = translated
         tool_name = canonical(self.name)
+        if tool_name is None and self.name in self.policy.universe.names:
+            tool_name = self.name  # an MCP tool this agent reaches through its grants
         if tool_name is None:
             allowed = self.allowed
             hint = correction(self.name, allowed, strap=request.style == "strap")
@@ -262,6 +277,9 @@ class _Call:
         if limited is not None:
             return self.finish(Decision.RATE_LIMITED, ToolResult.error(limited))
 
+        if tool_name not in CATALOG:
+            return self._back_mcp(ctx, tool_name, args)
+
         # 6. arguments
         if not args:
             empty = _empty_args_message(tool_name)
@@ -285,6 +303,29 @@ class _Call:
             result = ToolResult.error(f'tool "{tool_name}" panicked: {type(exc).__name__}: {exc}')
         if not isinstance(result, ToolResult):
             result = ToolResult.error(f'tool "{tool_name}" returned no result')
+        return self.finish(Decision.ALLOWED, result)
+
+    def _back_mcp(self, ctx: CallContext, name: str, args: dict[str, Any]) -> CallOutcome:
+        """Steps 6-7 for an MCP tool: the grants are checked again at call time (both deny lists), the
+        arguments against the schema the server published, then the call over the reused connection."""
+        from apps.mcp_grants import access, bridge
+
+        try:
+            found = bridge.target(self.actor.tenant, self.request.agent, self.request.user_id, name)
+        except access.NotAccessible as exc:
+            return self.finish(Decision.DENIED, ToolResult.error(str(exc), reason=exc.reason))
+        required = bridge.required_parameters(found.schema)
+        if not args and required:
+            return self.finish(Decision.INVALID, ToolResult.error(_empty_args_message_for(required)))
+        args = bridge.strip_empty_optional(found.schema, args)
+        invalid = bridge.schema_error(name, found.schema, args)
+        if invalid is not None:
+            return self.finish(Decision.INVALID, ToolResult.error(invalid))
+        try:
+            result = bridge.run(ctx, name, found, args)
+        except Exception as exc:  # a bridge bug must come back as a result, not break the agent loop
+            logger.exception("MCP tool %s failed", name, extra={"call_id": self.call_id})
+            result = ToolResult.error(f'tool "{name}" panicked: {type(exc).__name__}: {exc}')
         return self.finish(Decision.ALLOWED, result)
 
 

@@ -38,14 +38,23 @@ DEFAULT_CONTEXT: dict[str, Any] = {
 }
 
 
+RESULT_EXTRAS = ("structured_content", "content")
+
+
 def _outcome_body(outcome: pipeline.CallOutcome) -> dict[str, Any]:
-    return {
+    body = {
         "call_id": outcome.call_id,
         "for_llm": outcome.result.for_llm,
         "for_user": outcome.result.for_user,
         "is_error": outcome.result.is_error,
         "duration_ms": outcome.duration_ms,
     }
+    # What an MCP tool returned besides text (scrubbed by the pipeline): images, audio, resources, and
+    # its structured content.
+    for key in RESULT_EXTRAS:
+        if key in outcome.result.data:
+            body[key] = outcome.result.data[key]
+    return body
 
 
 class ExecuteView(TenantViewMixin, APIView):

@@ -1,0 +1,773 @@
+"""Connections to MCP servers, made with the ``mcp`` SDK over stdio, SSE and streamable HTTP.
+
+One :class:`Manager` per process owns every connection of that process on an event loop of its own (a
+daemon thread), so synchronous callers (the pipeline, background jobs) and asynchronous ones share them:
+
+- **reused**: one session per (server, user with credentials of their own), kept open across calls; a
+  new process or session is made only when the server's configuration changed or the old one died;
+- **isolated per tenant**: servers are tenant rows, so two tenants never share a connection (or a
+  stdio process), even for the same command; a user with credentials of their own gets their own;
+- **health**: every ``TOOLGATE_MCP_HEALTH_SECONDS`` (30) each connection is pinged ("method not
+  found" counts as healthy); 3 failures in a row, a transport that closed, or a call that found the
+  connection gone mark it disconnected, and it is reconnected in the background with the backoff of
+  SPEC B §3.5 (2 s doubling to 60 s, 10 attempts, then a 5-minute cooldown and again);
+- **bounded**: connecting, discovery (15 s) and every call (the server's ``timeout_sec``) have
+  deadlines; a hung or crashed server gives a clear error in time and never blocks other servers.
+
+What several processes must agree on lives in the database: the discovered tools (``MCPServerTool``,
+written with ``config_changed`` when they change) and the server's status and last health result,
+published live on the tenant's ``mcp`` topic when the status changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpcore2
+import httpx2
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+from mcp.client.session import ClientSession
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import PaginatedRequestParams
+from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+
+from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
+from apps.runtime.ssrf import AddressPolicy, SSRFBlocked
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+HEALTH_SECONDS_SETTING = "TOOLGATE_MCP_HEALTH_SECONDS"
+HEALTH_FAIL_THRESHOLD = 3
+INITIAL_BACKOFF = 2.0
+MAX_BACKOFF = 60.0
+MAX_RECONNECT_ATTEMPTS = 10
+RECONNECT_COOLDOWN = 300.0
+DISCOVER_TIMEOUT = 15.0
+CONNECT_TIMEOUT = 30.0
+PING_TIMEOUT = 10.0
+STDIO_INIT_ATTEMPTS = 4  # initialize retries of a stdio server: 2 s, 4 s, 8 s apart
+MAX_TOOLS = 1000
+MAX_SCHEMA_BYTES = 64 * 1024
+MAX_DESCRIPTION = 4000
+
+
+def backoff(attempt: int) -> float:
+    """Seconds before reconnect attempt ``attempt`` (1-based): ``min(2 s * 2^(attempt-1), 60 s)``."""
+    return float(min(INITIAL_BACKOFF * 2.0 ** (attempt - 1), MAX_BACKOFF))
+
+
+def health_interval() -> float:
+    value = getattr(settings, HEALTH_SECONDS_SETTING, None) or os.environ.get(HEALTH_SECONDS_SETTING)
+    try:
+        return max(0.2, float(value)) if value else 30.0
+    except (TypeError, ValueError):
+        return 30.0
+
+
+class MCPUnavailable(Exception):
+    """The server cannot be reached now; the message says why and when it is tried again."""
+
+
+class MCPTimeout(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Everything needed to connect to one server (as one user, when they have credentials)."""
+
+    tenant_id: str
+    server_id: str
+    name: str
+    transport: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    url: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    api_key: str = ""
+    timeout: float = 60.0
+    user_id: str = ""  # set when the user's own credentials are used
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.server_id, self.user_id)
+
+    @property
+    def fingerprint(self) -> str:
+        raw = json.dumps(
+            [self.transport, self.command, self.args, self.url, self.headers, self.env, self.api_key],
+            sort_keys=True,
+        )
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    @property
+    def secrets(self) -> list[str]:
+        """Values that must never appear in a result or a log."""
+        return [v for v in (self.api_key, *(v for _, v in self.headers), *(v for _, v in self.env)) if v]
+
+    def http_headers(self) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self.api_key and not any(k.lower() == "authorization" for k in headers):
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def process_env(self) -> dict[str, str]:
+        """The SDK's minimal environment (HOME, PATH, USER, …) plus the server's variables; a value
+        ``env:NAME`` takes Toolgate's own value of an allowed variable (validated at registration)."""
+        result = get_default_environment()
+        for name, value in self.env:
+            result[name] = os.environ.get(value[4:], "") if value.startswith("env:") else value
+        return result
+
+
+def endpoint_for(server: MCPServer, credential: UserCredential | None = None) -> Endpoint:
+    headers, env, api_key, user_id = server.headers, server.env, server.api_key, ""
+    if credential is not None:
+        user_id = credential.user_id
+        headers = {**headers, **credential.headers}
+        env = {**env, **credential.env}
+        api_key = credential.api_key or api_key
+    return Endpoint(
+        tenant_id=str(server.tenant_id),
+        server_id=str(server.pk),
+        name=server.name,
+        transport=server.transport,
+        command=server.command,
+        args=tuple(str(a) for a in server.args),
+        url=server.url,
+        headers=tuple(sorted(headers.items())),
+        env=tuple(sorted(env.items())),
+        api_key=api_key,
+        timeout=float(server.timeout_sec or 60),
+        user_id=user_id,
+    )
+
+
+# --- HTTP through the SSRF guard ---------------------------------------------------------------------
+
+
+class _GuardedBackend(httpcore2.AsyncNetworkBackend):
+    """Every TCP connection goes to an address the SSRF guard vetted at connect time (no DNS rebinding
+    between the check and the connection)."""
+
+    def __init__(self, policy: AddressPolicy) -> None:
+        self._policy = policy
+        self._inner = httpcore2.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        try:
+            addresses = await asyncio.to_thread(self._policy.resolve, host, port)
+        except SSRFBlocked as exc:
+            raise httpcore2.ConnectError(str(exc)) from exc
+        last: Exception = httpcore2.ConnectError(f"{host}: no address")
+        for ip in addresses:
+            try:
+                return await self._inner.connect_tcp(str(ip), port, timeout, local_address, socket_options)
+            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
+                last = exc
+        raise last
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> Any:
+        raise httpcore2.ConnectError("unix sockets are not reachable")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _GuardedTransport(httpx2.AsyncHTTPTransport):
+    def __init__(self, policy: AddressPolicy) -> None:
+        super().__init__(trust_env=False)
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=httpx2.create_ssl_context(trust_env=False),
+            network_backend=_GuardedBackend(policy),
+        )
+
+
+def _http_client(
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
+) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(
+        headers=headers,
+        timeout=timeout or httpx2.Timeout(CONNECT_TIMEOUT, read=300.0),
+        auth=auth,
+        transport=_GuardedTransport(AddressPolicy.from_settings()),
+        trust_env=False,
+    )
+
+
+def _stdio_cwd(endpoint: Endpoint) -> Path:
+    from apps.runtime.workspace import workspace_root
+
+    path = workspace_root() / "tenants" / endpoint.tenant_id / "mcp" / endpoint.name
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def _errlog(endpoint: Endpoint) -> Any:
+    """Where a stdio server's stderr goes: a per-server log file beside its working directory."""
+    return (_stdio_cwd(endpoint) / "stderr.log").open("a", buffering=1, encoding="utf-8", errors="replace")
+
+
+@contextlib.asynccontextmanager
+async def _open(endpoint: Endpoint) -> Any:
+    """A connected and initialized :class:`ClientSession` (the caller bounds the time)."""
+    async with contextlib.AsyncExitStack() as stack:
+        if endpoint.transport == MCPServer.Transport.STDIO:
+            params = StdioServerParameters(
+                command=endpoint.command,
+                args=list(endpoint.args),
+                env=endpoint.process_env(),
+                cwd=_stdio_cwd(endpoint),
+            )
+            errlog = stack.enter_context(_errlog(endpoint))
+            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        elif endpoint.transport == MCPServer.Transport.SSE:
+            AddressPolicy.from_settings().check_url(endpoint.url)
+            streams = await stack.enter_async_context(
+                sse_client(endpoint.url, headers=endpoint.http_headers(), httpx_client_factory=_http_client)
+            )
+        else:
+            AddressPolicy.from_settings().check_url(endpoint.url)
+            client = await stack.enter_async_context(_http_client(headers=endpoint.http_headers()))
+            streams = await stack.enter_async_context(
+                streamable_http_client(endpoint.url, http_client=client)
+            )
+        session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
+        await session.initialize()
+        yield session
+
+
+@dataclass
+class ToolInfo:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+def _tool_infos(listed: Any) -> list[ToolInfo]:
+    result = []
+    for tool in listed.tools[:MAX_TOOLS]:
+        schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+        if len(json.dumps(schema, default=str)) > MAX_SCHEMA_BYTES:
+            schema = {"type": "object"}
+        result.append(ToolInfo(tool.name[:255], (tool.description or "")[:MAX_DESCRIPTION], schema))
+    return result
+
+
+async def _list_tools(session: ClientSession) -> list[ToolInfo]:
+    tools: list[ToolInfo] = []
+    cursor: str | None = None
+    for _ in range(20):  # pages
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        listed = await asyncio.wait_for(session.list_tools(params=params), DISCOVER_TIMEOUT)
+        tools.extend(_tool_infos(listed))
+        cursor = getattr(listed, "next_cursor", None)
+        if not cursor or len(tools) >= MAX_TOOLS:
+            break
+    return tools[:MAX_TOOLS]
+
+
+def _unlisted(endpoint: Endpoint, exc: BaseException) -> MCPUnavailable:
+    return MCPUnavailable(f"MCP server {endpoint.name!r} did not list its tools: {describe(exc)}")
+
+
+def describe(exc: BaseException) -> str:
+    """A short, secret-free reason for a failure (exception groups unwrapped)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return exc.message or f"MCP error {exc.code}"
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return "timed out"
+    text = str(exc) or type(exc).__name__
+    return text[:300]
+
+
+# --- connections -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Connection:
+    endpoint: Endpoint
+    session: ClientSession | None = None
+    task: asyncio.Task[None] | None = None
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
+    failures: int = 0
+    status: str = MCPServer.Status.UNKNOWN
+    attempts: int = 0
+    retry_at: float = 0.0  # monotonic time of the next reconnect attempt
+    last_error: str = ""
+    reconnecting: asyncio.Task[None] | None = None
+    intentional: bool = False
+    connected_at: float = 0.0
+    tools: list[ToolInfo] = field(default_factory=list)
+
+    @property
+    def alive(self) -> bool:
+        return self.session is not None and self.task is not None and not self.task.done()
+
+
+class Manager:
+    """The connections of one process (see the module docstring). Use :func:`manager`."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._loop = asyncio.new_event_loop()
+        self._db = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-db")
+        self._connections: dict[tuple[str, str], _Connection] = {}
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._thread = threading.Thread(target=self._run_loop, name="mcp-manager", daemon=True)
+        self._thread.start()
+        self._submit(self._health_loop())
+
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    def _submit(self, coro: Awaitable[T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+
+    def run(self, coro: Awaitable[T], timeout: float) -> T:
+        """Run ``coro`` on the manager's loop from a synchronous caller, waiting at most ``timeout``."""
+        future = self._submit(coro)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise MCPTimeout("timed out") from None
+
+    async def _db_call(self, function: Callable[..., T], *args: Any) -> T:
+        def wrapped() -> T:
+            close_old_connections()
+            try:
+                return function(*args)
+            finally:
+                close_old_connections()
+
+        return await self._loop.run_in_executor(self._db, wrapped)
+
+    # --- connecting
+
+    async def _connect(self, conn: _Connection, deadline: float) -> None:
+        """Open the session of ``conn`` in a task of its own (anyio's scopes must be left by the task
+        that entered them); discovery runs on the new session."""
+        endpoint = conn.endpoint
+        attempts = STDIO_INIT_ATTEMPTS if endpoint.transport == MCPServer.Transport.STDIO else 1
+        error: BaseException | None = None
+        for attempt in range(1, attempts + 1):
+            ready: asyncio.Future[ClientSession] = self._loop.create_future()
+            conn.closing = asyncio.Event()
+            conn.task = self._loop.create_task(self._hold(conn, ready))
+            remaining = deadline - time.monotonic()
+            try:
+                conn.session = await asyncio.wait_for(asyncio.shield(ready), max(0.1, remaining))
+                break
+            except BaseException as exc:
+                error = exc
+                conn.closing.set()
+                conn.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await conn.task
+                conn.session = None
+                delay = 2.0**attempt
+                if attempt == attempts or isinstance(exc, SSRFBlocked) or time.monotonic() + delay > deadline:
+                    break
+                await asyncio.sleep(delay)
+        if conn.session is None:
+            assert error is not None
+            raise MCPUnavailable(f"could not connect to MCP server {endpoint.name!r}: {describe(error)}")
+        conn.failures = 0
+        conn.attempts = 0
+        conn.connected_at = time.monotonic()
+        try:
+            conn.tools = await _list_tools(conn.session)
+        except BaseException as exc:
+            await self._drop(conn)
+            raise MCPUnavailable(
+                f"MCP server {endpoint.name!r} did not list its tools: {describe(exc)}"
+            ) from None
+        await self._report(conn, MCPServer.Status.CONNECTED, "")
+        if not endpoint.user_id:
+            await self._db_call(store_tools, endpoint, conn.tools)
+
+    async def _hold(self, conn: _Connection, ready: asyncio.Future[ClientSession]) -> None:
+        try:
+            async with _open(conn.endpoint) as session:
+                if not ready.done():
+                    ready.set_result(session)
+                await conn.closing.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(MCPUnavailable(describe(exc)))
+            elif not conn.intentional:
+                logger.warning("MCP server %s: connection lost: %s", conn.endpoint.name, describe(exc))
+        finally:
+            if ready.done() and not conn.intentional and conn.session is not None:
+                conn.session = None
+                self._loop.create_task(self._lost(conn, "the connection closed"))
+
+    async def _drop(self, conn: _Connection) -> None:
+        conn.intentional = True
+        conn.closing.set()
+        conn.session = None
+        if conn.task is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(conn.task, 5)
+
+    async def _lost(self, conn: _Connection, reason: str) -> None:
+        """The connection died or failed its health checks: report it and reconnect in the background."""
+        if self._connections.get(conn.endpoint.key) is not conn or conn.intentional:
+            return
+        conn.last_error = reason
+        if conn.session is not None:
+            session, conn.session = conn.session, None
+            del session
+            conn.closing.set()
+        await self._report(conn, MCPServer.Status.DISCONNECTED, reason)
+        if conn.reconnecting is None or conn.reconnecting.done():
+            conn.reconnecting = self._loop.create_task(self._reconnect(conn))
+
+    async def _reconnect(self, conn: _Connection) -> None:
+        while self._connections.get(conn.endpoint.key) is conn and not conn.intentional:
+            conn.attempts += 1
+            if conn.attempts > MAX_RECONNECT_ATTEMPTS:
+                conn.attempts = 0
+                conn.retry_at = time.monotonic() + RECONNECT_COOLDOWN
+                await asyncio.sleep(RECONNECT_COOLDOWN)
+                continue
+            delay = backoff(conn.attempts)
+            conn.retry_at = time.monotonic() + delay
+            await asyncio.sleep(delay)
+            if conn.alive:  # a call reconnected meanwhile
+                return
+            if not await self._db_call(_still_enabled, conn.endpoint):
+                await self._forget(conn)
+                return
+            async with self._lock(conn.endpoint.key):
+                if conn.alive:
+                    return
+                try:
+                    await self._connect(conn, time.monotonic() + CONNECT_TIMEOUT)
+                    return
+                except MCPUnavailable as exc:
+                    conn.last_error = str(exc)
+                    await self._report(conn, MCPServer.Status.ERROR, str(exc))
+
+    async def _forget(self, conn: _Connection) -> None:
+        if self._connections.get(conn.endpoint.key) is conn:
+            del self._connections[conn.endpoint.key]
+        await self._drop(conn)
+
+    def _lock(self, key: tuple[str, str]) -> asyncio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    async def session(self, endpoint: Endpoint, deadline: float) -> tuple[_Connection, ClientSession]:
+        """The open session for ``endpoint``: reused when it is alive and configured the same; a changed
+        configuration closes the old one. A server that is being reconnected answers at once."""
+        async with self._lock(endpoint.key):
+            conn = self._connections.get(endpoint.key)
+            if conn is not None and conn.endpoint.fingerprint != endpoint.fingerprint:
+                await self._forget(conn)
+                conn = None
+            if conn is not None and conn.alive and conn.session is not None:
+                conn.endpoint = endpoint  # same connection settings; the timeout may have changed
+                return conn, conn.session
+            if conn is not None and conn.reconnecting is not None and not conn.reconnecting.done():
+                wait = max(0.0, conn.retry_at - time.monotonic())
+                raise MCPUnavailable(
+                    f"MCP server {endpoint.name!r} is disconnected ({conn.last_error}); "
+                    f"reconnecting, next attempt in {wait:.0f}s."
+                )
+            if conn is None:
+                conn = self._connections[endpoint.key] = _Connection(endpoint=endpoint)
+            conn.intentional = False
+            try:
+                await self._connect(conn, deadline)
+            except MCPUnavailable as exc:
+                # Later calls answer at once while the background attempts (with backoff) go on.
+                conn.last_error = str(exc)
+                await self._report(conn, MCPServer.Status.ERROR, str(exc))
+                if conn.reconnecting is None or conn.reconnecting.done():
+                    conn.reconnecting = self._loop.create_task(self._reconnect(conn))
+                raise
+            assert conn.session is not None
+            return conn, conn.session
+
+    # --- calls
+
+    async def call(self, endpoint: Endpoint, tool: str, args: dict[str, Any]) -> Any:
+        """``tools/call`` on the reused session, within the server's timeout (connecting included)."""
+        deadline = time.monotonic() + endpoint.timeout
+        conn, session = await self.session(endpoint, min(deadline, time.monotonic() + CONNECT_TIMEOUT))
+        remaining = max(0.1, deadline - time.monotonic())
+        try:
+            return await asyncio.wait_for(
+                session.call_tool(tool, args, read_timeout_seconds=remaining), remaining + 1
+            )
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                raise MCPTimeout(f"timed out after {endpoint.timeout:g}s") from None
+            if exc.code == CONNECTION_CLOSED:
+                await self._lost(conn, "the connection closed during a call")
+                raise MCPUnavailable(
+                    f"MCP server {endpoint.name!r} closed the connection during the call; it is being "
+                    "reconnected."
+                ) from None
+            raise
+        except TimeoutError:
+            raise MCPTimeout(f"timed out after {endpoint.timeout:g}s") from None
+        except Exception as exc:
+            if not conn.alive:
+                await self._lost(conn, describe(exc))
+                raise MCPUnavailable(
+                    f"MCP server {endpoint.name!r} is unreachable: {describe(exc)}"
+                ) from None
+            raise
+
+    async def refresh(self, endpoint: Endpoint) -> list[ToolInfo]:
+        """List the server's tools now on the shared connection, and store them."""
+        deadline = time.monotonic() + CONNECT_TIMEOUT
+        conn, session = await self.session(endpoint, deadline)
+        if time.monotonic() - conn.connected_at < 1.0:
+            return conn.tools  # just connected: discovery ran
+        try:
+            conn.tools = await _list_tools(session)
+        except BaseException as exc:
+            raise MCPUnavailable(
+                f"MCP server {endpoint.name!r} did not list its tools: {describe(exc)}"
+            ) from None
+        await self._db_call(store_tools, endpoint, conn.tools)
+        return conn.tools
+
+    async def close(self, server_id: str) -> None:
+        for key, conn in list(self._connections.items()):
+            if key[0] == server_id:
+                await self._forget(conn)
+
+    async def close_all(self) -> None:
+        for conn in list(self._connections.values()):
+            await self._forget(conn)
+
+    def connection_states(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """What this process holds (for diagnostics and tests)."""
+        return {
+            key: {"status": c.status, "alive": c.alive, "failures": c.failures, "attempts": c.attempts}
+            for key, c in self._connections.items()
+        }
+
+    # --- health
+
+    async def _health_loop(self) -> None:
+        while True:
+            await asyncio.sleep(health_interval())
+            for conn in list(self._connections.values()):
+                with contextlib.suppress(Exception):
+                    if not await self._db_call(_still_enabled, conn.endpoint):
+                        await self._forget(conn)  # disabled or deleted: its process is not kept
+                    elif conn.alive and conn.session is not None:
+                        await self._check(conn)
+
+    async def _check(self, conn: _Connection) -> None:
+        assert conn.session is not None
+        started = time.perf_counter()
+        try:
+            await asyncio.wait_for(conn.session.send_ping(), PING_TIMEOUT)
+            healthy, error = True, ""
+        except MCPError as exc:
+            healthy, error = exc.code == METHOD_NOT_FOUND, describe(exc)
+            if exc.code == CONNECTION_CLOSED:
+                await self._lost(conn, "the connection closed")
+                return
+        except BaseException as exc:
+            healthy, error = False, describe(exc)
+        if healthy:
+            conn.failures = 0
+            await self._report(conn, MCPServer.Status.CONNECTED, "", latency=time.perf_counter() - started)
+            return
+        conn.failures += 1
+        if conn.failures >= HEALTH_FAIL_THRESHOLD or not conn.alive:
+            await self._lost(conn, f"health check failed {conn.failures} times: {error}")
+
+    async def _report(self, conn: _Connection, status: str, error: str, latency: float | None = None) -> None:
+        changed = status != conn.status
+        conn.status = status
+        if conn.endpoint.user_id:
+            return  # a user's own connection: its errors reach that user's calls, not the server's status
+        health = {
+            "status": status,
+            "checked_at": timezone.now().isoformat(),
+            "error": error[:500],
+            "latency_ms": round(latency * 1000, 2) if latency is not None else None,
+            "attempt": conn.attempts,
+            "tools": len(conn.tools),
+        }
+        await self._db_call(record_status, conn.endpoint, status, health, changed)
+
+
+# --- database side (run in the manager's database thread, or by callers) -------------------------------
+
+
+def _still_enabled(endpoint: Endpoint) -> bool:
+    return MCPServer.objects.filter(
+        pk=endpoint.server_id, tenant_id=endpoint.tenant_id, enabled=True
+    ).exists()
+
+
+def record_status(endpoint: Endpoint, status: str, health: dict[str, Any], publish: bool) -> None:
+    from apps.realtime import events
+
+    servers = MCPServer.objects.filter(pk=endpoint.server_id, tenant_id=endpoint.tenant_id)
+    server = servers.select_related("tenant").first()
+    if server is None:
+        return
+    publish = publish or server.status != status
+    servers.filter(pk=server.pk).update(status=status, last_health=health)
+    if publish:
+        events.publish(
+            tenant=server.tenant,
+            topic="mcp",
+            type="mcp.server.status",
+            data={"id": str(server.pk), "name": server.name, "status": status, "health": health},
+        )
+
+
+def store_tools(endpoint: Endpoint, tools: list[ToolInfo]) -> bool:
+    """Make the server's stored tools those discovered; True (and ``config_changed``) when they changed."""
+    from apps.realtime import events
+    from apps.tenants.services import config_changed
+
+    with transaction.atomic():
+        server = (
+            MCPServer.objects.select_for_update()
+            .filter(pk=endpoint.server_id, tenant_id=endpoint.tenant_id)
+            .select_related("tenant")
+            .first()
+        )
+        if server is None:
+            return False
+        rows = {t.name: t for t in MCPServerTool.objects.for_tenant(server.tenant).filter(server=server)}
+        wanted = {t.name: t for t in tools}
+        changed = False
+        for name, row in rows.items():
+            if name not in wanted:
+                row.delete()
+                changed = True
+        for name, info in wanted.items():
+            existing = rows.get(name)
+            if existing is None:
+                MCPServerTool.objects.create(
+                    tenant=server.tenant,
+                    server=server,
+                    name=name,
+                    description=info.description,
+                    input_schema=info.input_schema,
+                )
+                changed = True
+            elif existing.description != info.description or existing.input_schema != info.input_schema:
+                existing.description, existing.input_schema = info.description, info.input_schema
+                existing.discovered_at = timezone.now()
+                existing.save(update_fields=["description", "input_schema", "discovered_at", "updated_at"])
+                changed = True
+        if changed:
+            config_changed(server.tenant)
+            events.publish(
+                tenant=server.tenant,
+                topic="mcp",
+                type="mcp.server.tools",
+                data={"id": str(server.pk), "name": server.name, "tools": sorted(wanted)},
+            )
+    return changed
+
+
+# --- the process's manager ----------------------------------------------------------------------------
+
+_manager: Manager | None = None
+_manager_lock = threading.Lock()
+
+
+def manager() -> Manager:
+    """This process's manager (a fresh one after a fork: connections never cross processes)."""
+    global _manager
+    current = _manager
+    if current is not None and current.pid == os.getpid():
+        return current
+    with _manager_lock:
+        if _manager is None or _manager.pid != os.getpid():
+            _manager = Manager()
+        return _manager
+
+
+def credential_for(server: MCPServer, user_id: str) -> UserCredential | None:
+    from apps.mcp_grants.access import SYNTHETIC_USERS
+
+    if user_id in SYNTHETIC_USERS:
+        return None
+    return UserCredential.objects.filter(tenant_id=server.tenant_id, server=server, user_id=user_id).first()
+
+
+def refresh(server: MCPServer) -> list[ToolInfo]:
+    """Discover the server's tools now over this process's shared connection and store them."""
+    endpoint = endpoint_for(server)
+    mgr = manager()
+    return mgr.run(mgr.refresh(endpoint), CONNECT_TIMEOUT + DISCOVER_TIMEOUT + 5)
+
+
+@dataclass
+class Probe:
+    ok: bool
+    tools: list[ToolInfo]
+    error: str
+    duration_ms: float
+
+
+def probe(server: MCPServer, *, store: bool = False) -> Probe:
+    """Connect once with a fresh session (not the shared one), list the tools and close: what "test
+    connection" shows. With ``store`` the tools found are stored as discovery does."""
+    endpoint = endpoint_for(server)
+    started = time.perf_counter()
+
+    async def run() -> list[ToolInfo]:
+        async with _open(endpoint) as session:
+            return await _list_tools(session)
+
+    mgr = manager()
+    try:
+        tools = mgr.run(asyncio.wait_for(run(), CONNECT_TIMEOUT), CONNECT_TIMEOUT + 5)
+    except BaseException as exc:
+        return Probe(False, [], describe(exc), round((time.perf_counter() - started) * 1000, 1))
+    if store:
+        store_tools(endpoint, tools)
+    return Probe(True, tools, "", round((time.perf_counter() - started) * 1000, 1))

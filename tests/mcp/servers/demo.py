@@ -1,0 +1,100 @@
+"""A small MCP server made with the SDK, for tests and benchmarks.
+
+``python demo.py stdio`` or ``python demo.py sse|streamable-http HOST PORT``. Its state (a counter) lives
+in the process, so two connections to two processes count separately.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
+from pydantic import BaseModel
+
+server = MCPServer("demo")
+_count = 0
+
+# A 1x1 transparent PNG.
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+class Sum(BaseModel):
+    total: int
+    terms: list[int]
+
+
+@server.tool(description="Echo the text back.")
+def echo(text: str) -> str:
+    return text
+
+
+@server.tool(description="Add two integers; structured result.")
+def add(a: int, b: int) -> Sum:
+    return Sum(total=a + b, terms=[a, b])
+
+
+@server.tool(description="Count calls made to this server process.")
+def counter() -> str:
+    global _count
+    _count += 1
+    return str(_count)
+
+
+@server.tool(description="The server's process id.")
+def pid() -> str:
+    return str(os.getpid())
+
+
+@server.tool(description="Wait, then answer.")
+async def sleep(seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool(description="Fail with a message.")
+def fail(message: str) -> str:
+    raise ToolError(message)
+
+
+@server.tool(description="A tiny image.")
+def pixel() -> Image:
+    return Image(data=PIXEL, format="png")
+
+
+@server.tool(description="The value of an environment variable of the server process.")
+def env(name: str) -> str:
+    return os.environ.get(name, "")
+
+
+@server.tool(description="The length of an environment variable's value (0 when unset).")
+def env_length(name: str) -> str:
+    return str(len(os.environ.get(name, "")))
+
+
+@server.tool(description="Optional arguments: says which were sent.")
+def options(required: str, flag: bool | None = None, note: str | None = None) -> str:
+    sent = [k for k, v in (("flag", flag), ("note", note)) if v is not None]
+    return f"{required}; sent: {','.join(sent) or 'none'}"
+
+
+def main() -> None:
+    transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if transport == "stdio":
+        server.run("stdio")
+        return
+    host, port = sys.argv[2], int(sys.argv[3])
+    if transport == "sse":
+        server.run("sse", host=host, port=port)
+    else:
+        server.run("streamable-http", host=host, port=port)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""MCP tools through the runtime pipeline, against real MCP servers made with the SDK (stdio, SSE,
+streamable HTTP): discovery, prefixed names, results, session reuse, per-tenant state, grants at call
+time, a killed server reported and reconnected, a hung call timing out, per-user credentials."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from apps.audit.models import ToolCall
+from apps.mcp_grants import client, services
+from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
+from apps.tenants import services as tenant_services
+from apps.tenants.actors import Actor
+from tests.mcp.live_servers import ALLOW_NETS, http_server, stdio_fields
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("mcp_connections")]
+
+TOOLS = {"add", "counter", "echo", "env", "env_length", "fail", "options", "pid", "pixel", "sleep"}
+
+
+def register(tenant, name="demo", agent_key="bot", **fields):
+    """A server of ``tenant`` granted to its agent ``agent_key``, with its tools discovered."""
+    system = Actor.system(tenant)
+    agent = tenant_services.agent_create(actor=system, key=agent_key, name=agent_key.title())
+    fields = {**stdio_fields(), **fields}
+    server = services.server_create(actor=system, name=name, **fields)
+    services.agent_grant_set(actor=system, server=server, agent=agent)
+    client.refresh(server)
+    return server, agent
+
+
+def call(api, tool, args=None, agent="bot", **context):
+    response = api.post(
+        "/api/v1/runtime/execute",
+        {"agent": agent, "tool": tool, "args": args or {}, "context": context},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def listed(api, agent="bot", **params):
+    response = api.get(f"/api/v1/agents/{agent}/tools", {"format": "mcp", **params})
+    assert response.status_code == 200, response.content
+    return {t["name"]: t for t in response.json()["tools"]}
+
+
+def test_discovery_prefix_listing_and_a_call(tenant_a, member_a):
+    server, _ = register(tenant_a, tool_prefix="")
+    rows = MCPServerTool.objects.for_tenant(tenant_a).filter(server=server)
+    stored = set(rows.values_list("name", flat=True))
+    assert stored == TOOLS
+    tools = listed(member_a)
+    assert {n for n in tools if n.startswith("mcp_")} == {f"mcp_demo__{t}" for t in TOOLS}
+    echo = tools["mcp_demo__echo"]
+    assert echo["description"] == "Echo the text back."
+    assert echo["inputSchema"]["required"] == ["text"]
+
+    body = call(member_a, "mcp_demo__echo", {"text": "hello over stdio"})
+    assert body == {**body, "for_llm": "hello over stdio", "is_error": False}
+    record = ToolCall.objects.for_tenant(tenant_a).get(pk=body["call_id"])
+    assert (record.resolved_tool, record.decision, record.status) == ("mcp_demo__echo", "allowed", "ok")
+    assert MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk).status == MCPServer.Status.CONNECTED
+
+
+def test_tool_prefix_is_used(tenant_a, member_a):
+    register(tenant_a, name="dm", tool_prefix="tools")
+    assert "mcp_tools__echo" in listed(member_a)
+    assert call(member_a, "mcp_tools__echo", {"text": "x"})["for_llm"] == "x"
+
+
+def test_results_map_faithfully(tenant_a, member_a):
+    register(tenant_a)
+    added = call(member_a, "mcp_demo__add", {"a": 2, "b": 3})
+    assert added["structured_content"] == {"total": 5, "terms": [2, 3]}
+    assert '"total": 5' in added["for_llm"]
+    assert not added["is_error"]
+
+    failed = call(member_a, "mcp_demo__fail", {"message": "the disk is on fire"})
+    assert failed["is_error"]
+    assert "the disk is on fire" in failed["for_llm"]
+
+    image = call(member_a, "mcp_demo__pixel")
+    assert image["content"][0]["type"] == "image"
+    assert image["content"][0]["mime_type"] == "image/png"
+    assert image["content"][0]["data"].startswith("iVBOR")
+    assert "[image: image/png" in image["for_llm"]
+
+    # empty optional arguments are left out; required ones are checked against the server's schema
+    assert call(member_a, "mcp_demo__options", {"required": "r", "note": "", "flag": None})["for_llm"] == (
+        "r; sent: none"
+    )
+    bad = call(member_a, "mcp_demo__add", {"a": "two", "b": 3})
+    assert bad["is_error"]
+    assert bad["for_llm"].startswith("Invalid arguments for mcp_demo__add: a:")
+    empty = call(member_a, "mcp_demo__echo")
+    assert empty["is_error"]
+    assert "empty arguments (required: text)" in empty["for_llm"]
+
+
+def test_one_session_is_reused_across_calls(tenant_a, member_a):
+    register(tenant_a)
+    pids = {call(member_a, "mcp_demo__pid")["for_llm"] for _ in range(10)}
+    counts = [call(member_a, "mcp_demo__counter")["for_llm"] for _ in range(5)]
+    assert len(pids) == 1
+    assert counts == ["1", "2", "3", "4", "5"]  # one server process kept its state across the calls
+
+
+def test_a_stateful_server_keeps_separate_state_per_tenant(tenant_a, tenant_b, member_a, outsider):
+    register(tenant_a)
+    register(tenant_b)
+    assert [call(member_a, "mcp_demo__counter")["for_llm"] for _ in range(3)] == ["1", "2", "3"]
+    assert call(outsider, "mcp_demo__counter")["for_llm"] == "1"
+    assert call(member_a, "mcp_demo__pid")["for_llm"] != call(outsider, "mcp_demo__pid")["for_llm"]
+
+
+def test_grants_decide_at_call_time(tenant_a, member_a):
+    server, agent = register(tenant_a)
+    system = Actor.system(tenant_a)
+    services.agent_grant_set(actor=system, server=server, agent=agent, tool_deny=["fail"])
+    assert "mcp_demo__fail" not in listed(member_a)
+    refused = call(member_a, "mcp_demo__fail", {"message": "x"})
+    assert refused["is_error"]
+    assert refused["for_llm"].startswith("unknown tool: mcp_demo__fail")
+
+    # a user grant narrows for that user only; a disabled one vetoes the whole server for them
+    services.user_grant_set(actor=system, server=server, user_id="alice", tool_allow=["echo"])
+    assert {n for n in listed(member_a, user_id="alice") if n.startswith("mcp_")} == {"mcp_demo__echo"}
+    assert call(member_a, "mcp_demo__pid", user_id="alice")["is_error"]
+    assert not call(member_a, "mcp_demo__pid", user_id="bob")["is_error"]
+    services.user_grant_set(actor=system, server=server, user_id="alice", enabled=False)
+    assert not [n for n in listed(member_a, user_id="alice") if n.startswith("mcp_")]
+    assert call(member_a, "mcp_demo__echo", {"text": "x"}, user_id="alice")["is_error"]
+
+    grant = services.agent_grant_set(actor=system, server=server, agent=agent)
+    services.grant_delete(actor=system, grant=grant)
+    assert call(member_a, "mcp_demo__echo", {"text": "x"})["for_llm"].startswith("unknown tool")
+
+
+def test_a_killed_server_is_reported_then_reconnected(tenant_a, member_a):
+    server, _ = register(tenant_a)
+    pid = int(call(member_a, "mcp_demo__pid")["for_llm"])
+    os.kill(pid, signal.SIGKILL)
+    started = time.monotonic()
+    failed = call(member_a, "mcp_demo__pid")
+    assert failed["is_error"]
+    assert "demo" in failed["for_llm"]
+    assert time.monotonic() - started < server.timeout_sec
+    assert MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk).status == MCPServer.Status.DISCONNECTED
+
+    deadline = time.monotonic() + 30
+    while (row := MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk)).status != "connected":
+        assert time.monotonic() < deadline, row.last_health
+        time.sleep(0.2)
+    again = call(member_a, "mcp_demo__pid")
+    assert not again["is_error"]
+    assert int(again["for_llm"]) != pid
+
+
+def test_a_hung_call_times_out_and_the_connection_stays_usable(tenant_a, member_a):
+    register(tenant_a, timeout_sec=2)
+    started = time.monotonic()
+    hung = call(member_a, "mcp_demo__sleep", {"seconds": 60})
+    assert time.monotonic() - started < 6
+    assert hung["is_error"]
+    assert "timed out after 2s" in hung["for_llm"]
+    assert call(member_a, "mcp_demo__echo", {"text": "still here"})["for_llm"] == "still here"
+
+
+@pytest.mark.parametrize("transport", ["sse", "streamable-http"])
+def test_http_transports(tenant_a, member_a, settings, transport):
+    settings.TOOLGATE_SSRF_ALLOW_NETS = ALLOW_NETS
+    with http_server(transport) as url:
+        register(tenant_a, transport=transport, command="", args=[], url=url, headers={"X-Team": "blue"})
+        assert {n for n in listed(member_a) if n.startswith("mcp_")} == {f"mcp_demo__{t}" for t in TOOLS}
+        assert call(member_a, "mcp_demo__echo", {"text": transport})["for_llm"] == transport
+        pids = {call(member_a, "mcp_demo__pid")["for_llm"] for _ in range(3)}
+        counts = [call(member_a, "mcp_demo__counter")["for_llm"] for _ in range(3)]
+        assert len(pids) == 1
+        assert counts[-1] == str(int(counts[0]) + 2)
+
+        # the SSRF guard is applied again when connecting, not only at registration
+        settings.TOOLGATE_SSRF_ALLOW_NETS = ""
+        mgr = client.manager()
+        mgr.run(mgr.close_all(), 30)
+        blocked = call(member_a, "mcp_demo__echo", {"text": "x"})
+        assert blocked["is_error"]
+        assert "blocked" in blocked["for_llm"]
+
+
+def test_per_user_credentials_get_their_own_connection_and_are_scrubbed(tenant_a, member_a):
+    server, _ = register(tenant_a, env={"TOKEN": "server-token-1234"})
+    UserCredential.objects.create(
+        tenant=tenant_a, server=server, user_id="alice", env_encrypted='{"TOKEN": "alice-token-abcdefgh"}'
+    )
+    assert call(member_a, "mcp_demo__env_length", {"name": "TOKEN"}, user_id="bob")["for_llm"] == "17"
+    assert call(member_a, "mcp_demo__env_length", {"name": "TOKEN"}, user_id="alice")["for_llm"] == "20"
+    assert (
+        call(member_a, "mcp_demo__pid", user_id="alice")["for_llm"]
+        != call(member_a, "mcp_demo__pid", user_id="bob")["for_llm"]
+    )
+    # the values never come back: the server's and the user's secrets are scrubbed from the output
+    assert call(member_a, "mcp_demo__env", {"name": "TOKEN"}, user_id="alice")["for_llm"] == "[REDACTED]"
+    assert call(member_a, "mcp_demo__env", {"name": "TOKEN"})["for_llm"] == "[REDACTED]"
