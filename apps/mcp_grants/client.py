@@ -767,7 +767,14 @@ def probe(server: MCPServer, *, store: bool = False) -> Probe:
     try:
         tools = mgr.run(asyncio.wait_for(run(), CONNECT_TIMEOUT), CONNECT_TIMEOUT + 5)
     except BaseException as exc:
-        return Probe(False, [], describe(exc), round((time.perf_counter() - started) * 1000, 1))
+        error = describe(exc)
+        if store:
+            health = {"status": MCPServer.Status.ERROR, "checked_at": timezone.now().isoformat()}
+            record_status(endpoint, MCPServer.Status.ERROR, {**health, "error": error}, False)
+        return Probe(False, [], error, round((time.perf_counter() - started) * 1000, 1))
+    duration = round((time.perf_counter() - started) * 1000, 1)
     if store:
         store_tools(endpoint, tools)
-    return Probe(True, tools, "", round((time.perf_counter() - started) * 1000, 1))
+        health = {"status": MCPServer.Status.CONNECTED, "checked_at": timezone.now().isoformat()}
+        record_status(endpoint, MCPServer.Status.CONNECTED, {**health, "latency_ms": duration}, False)
+    return Probe(True, tools, "", duration)

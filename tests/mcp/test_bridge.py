@@ -206,3 +206,30 @@ def test_per_user_credentials_get_their_own_connection_and_are_scrubbed(tenant_a
     # the values never come back: the server's and the user's secrets are scrubbed from the output
     assert call(member_a, "mcp_demo__env", {"name": "TOKEN"}, user_id="alice")["for_llm"] == "[REDACTED]"
     assert call(member_a, "mcp_demo__env", {"name": "TOKEN"})["for_llm"] == "[REDACTED]"
+
+
+def test_the_discovery_job_stores_tools_and_status_and_keeps_no_connection(tenant_a, mcp_connections):
+    from apps.mcp_grants import tasks
+
+    system = Actor.system(tenant_a)
+    server = services.server_create(actor=system, name="found", **stdio_fields())
+    version = type(tenant_a).objects.get(pk=tenant_a.pk).config_version
+    assert tasks.discover(str(tenant_a.pk), str(server.pk)) is True
+    row = MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk)
+    assert row.status == MCPServer.Status.CONNECTED
+    assert row.last_health["latency_ms"] > 0
+    assert (
+        set(MCPServerTool.objects.for_tenant(tenant_a).filter(server=server).values_list("name", flat=True))
+        == TOOLS
+    )
+    assert type(tenant_a).objects.get(pk=tenant_a.pk).config_version > version
+    assert not mcp_connections.connection_states()  # a one-off session, closed again
+
+    broken = services.server_create(
+        actor=system, name="broken", **{**stdio_fields(), "args": [stdio_fields()["args"][0], "nowhere"]}
+    )
+    assert tasks.discover(str(tenant_a.pk), str(broken.pk)) is False
+    row = MCPServer.objects.for_tenant(tenant_a).get(pk=broken.pk)
+    assert row.status == MCPServer.Status.ERROR
+    assert row.last_health["error"]
+    assert not MCPServerTool.objects.for_tenant(tenant_a).filter(server=broken).exists()
