@@ -330,6 +330,7 @@ class _Connection:
     reconnecting: asyncio.Task[None] | None = None
     intentional: bool = False
     connected_at: float = 0.0
+    checked_at: float = field(default_factory=time.monotonic)
     tools: list[ToolInfo] = field(default_factory=list)
 
     @property
@@ -592,8 +593,13 @@ class Manager:
 
     async def _health_loop(self) -> None:
         while True:
-            await asyncio.sleep(health_interval())
+            interval = health_interval()
+            await asyncio.sleep(min(1.0, interval))  # short naps: a changed interval applies at once
+            now = time.monotonic()
             for conn in list(self._connections.values()):
+                if now - conn.checked_at < interval:
+                    continue
+                conn.checked_at = now
                 with contextlib.suppress(Exception):
                     if not await self._db_call(_still_enabled, conn.endpoint):
                         await self._forget(conn)  # disabled or deleted: its process is not kept

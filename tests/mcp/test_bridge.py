@@ -233,3 +233,22 @@ def test_the_discovery_job_stores_tools_and_status_and_keeps_no_connection(tenan
     assert row.status == MCPServer.Status.ERROR
     assert row.last_health["error"]
     assert not MCPServerTool.objects.for_tenant(tenant_a).filter(server=broken).exists()
+
+
+def test_health_checks_find_a_dead_server_without_a_call_and_reconnect_it(tenant_a, member_a, settings):
+    settings.TOOLGATE_MCP_HEALTH_SECONDS = 0.5
+    server, _ = register(tenant_a)
+    pid = int(call(member_a, "mcp_demo__pid")["for_llm"])
+    os.kill(pid, signal.SIGKILL)
+
+    seen = set()
+    deadline = time.monotonic() + 30
+    while True:
+        row = MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk)
+        seen.add(row.status)
+        if "disconnected" in seen and row.status == "connected":
+            break
+        assert time.monotonic() < deadline, (seen, row.last_health)
+        time.sleep(0.05)
+    again = call(member_a, "mcp_demo__pid")
+    assert int(again["for_llm"]) != pid
