@@ -28,6 +28,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("Policy", "dashboard:policy_tenant", Role.VIEWER, "policy"),
     Section("Runtime settings", "dashboard:runtime_settings", Role.VIEWER, "runtime"),
     Section("Teams", "dashboard:teams", Role.VIEWER, "team"),
+    Section("MCP", "dashboard:mcp_servers", Role.VIEWER, "mcp"),
     Section("Tool calls", "dashboard:tool_calls", Role.MEMBER, "tool_call"),
     Section("API keys", "dashboard:api_keys", Role.ADMIN, "api_key"),
     Section("Members", "dashboard:members", Role.VIEWER, "member"),

@@ -174,6 +174,7 @@ def test_viewer_navigation_lists_only_sections_they_may_open(viewer):
         "Policy",
         "Runtime settings",
         "Teams",
+        "MCP",
         "Members",
     ]
     assert "Recent activity" not in body
@@ -191,6 +192,7 @@ def test_owner_navigation_marks_the_current_section(owner):
         "Policy",
         "Runtime settings",
         "Teams",
+        "MCP",
         "Tool calls",
         "API keys",
         "Members",

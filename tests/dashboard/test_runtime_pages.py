@@ -132,6 +132,7 @@ def test_navigation_shows_the_new_sections_by_role(viewer, member, owner):
         "Policy",
         "Runtime settings",
         "Teams",
+        "MCP",
         "Members",
     ]
     assert sections(member) == [
@@ -141,6 +142,7 @@ def test_navigation_shows_the_new_sections_by_role(viewer, member, owner):
         "Policy",
         "Runtime settings",
         "Teams",
+        "MCP",
         "Tool calls",
         "Members",
     ]
