@@ -29,7 +29,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 from django.test import Client, override_settings  # noqa: E402
 
-from bench import data, db, http_execute, measure, policy, scrub, teams  # noqa: E402
+from bench import data, db, http_execute, mcp_endpoint, measure, policy, scrub, teams  # noqa: E402
 from bench.urls import BASELINE_PATH  # noqa: E402
 from config import embedded_db  # noqa: E402
 
@@ -113,6 +113,13 @@ def main() -> int:
                 db_name=BENCH_DB, api_key=seeded.api_key, agent_key="agent-00", seconds=args.seconds
             )
         )
+        mcp_table = (
+            None
+            if args.skip_http
+            else mcp_endpoint.run(
+                db_name=BENCH_DB, api_key=seeded.api_key, agent_key="agent-00", seconds=args.seconds
+            )
+        )
         policy_lines = policy.run(
             tenant=seeded.tenant,
             agent_key="agent-01",
@@ -150,6 +157,9 @@ def main() -> int:
     if http_table is not None:
         print("\nExecute over HTTP (bench.http_execute):\n")
         print(http_table)
+    if mcp_table is not None:
+        print("\nThe MCP endpoint against the REST API (bench.mcp_endpoint):\n")
+        print(mcp_table)
     print("\n" + "\n".join(policy_lines))
     print("\n" + "\n".join(team_lines))
     if args.show_queries:
