@@ -1,13 +1,26 @@
-"""Reads of MCP access requests, always within one tenant."""
+"""Reads of MCP servers, their tools, grants, per-user credentials and access requests, always within one
+tenant. The ``access_*`` functions answer a missing object and another tenant's with the same 404."""
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING
 
-from apps.mcp_grants.models import AccessRequest
+from django.http import Http404
+
+from apps.mcp_grants.models import (
+    AccessRequest,
+    AgentGrant,
+    MCPServer,
+    MCPServerTool,
+    UserCredential,
+    UserGrant,
+)
+from apps.tenants.roles import Role
 from apps.tenants.scoping import TenantQuerySet
 
 if TYPE_CHECKING:
+    from apps.tenants.actors import Actor
     from apps.tenants.models import Tenant
 
 
@@ -19,3 +32,120 @@ def pending_requests(tenant: Tenant) -> TenantQuerySet[AccessRequest]:
         .select_related("server", "agent")
         .order_by("created_at", "id")
     )
+
+
+# --- servers and their tools ----------------------------------------------------------------------------
+
+
+def server_list(*, tenant: Tenant) -> TenantQuerySet[MCPServer]:
+    return MCPServer.objects.for_tenant(tenant).order_by("name", "id")
+
+
+def access_server(*, actor: Actor, name: str) -> MCPServer:
+    server = MCPServer.objects.for_tenant(actor.tenant).filter(name=name).first()
+    if server is None:
+        raise Http404("No MCP server with this name.")
+    return server
+
+
+def server_tools(*, tenant: Tenant, server: MCPServer) -> TenantQuerySet[MCPServerTool]:
+    """The tools discovered on ``server``, by name."""
+    return MCPServerTool.objects.for_tenant(tenant).filter(server_id=server.pk).order_by("name", "id")
+
+
+# --- grants and credentials ------------------------------------------------------------------------------
+
+
+def agent_grants(*, tenant: Tenant, server: MCPServer) -> TenantQuerySet[AgentGrant]:
+    return (
+        AgentGrant.objects.for_tenant(tenant)
+        .filter(server_id=server.pk)
+        .select_related("server", "agent")
+        .order_by("agent__key", "id")
+    )
+
+
+def user_grants(*, tenant: Tenant, server: MCPServer) -> TenantQuerySet[UserGrant]:
+    return (
+        UserGrant.objects.for_tenant(tenant)
+        .filter(server_id=server.pk)
+        .select_related("server")
+        .order_by("user_id", "id")
+    )
+
+
+def agent_grants_of(*, tenant: Tenant, agent_id: uuid.UUID) -> TenantQuerySet[AgentGrant]:
+    """Every grant an agent holds, by server name."""
+    return (
+        AgentGrant.objects.for_tenant(tenant)
+        .filter(agent_id=agent_id)
+        .select_related("server", "agent")
+        .order_by("server__name", "id")
+    )
+
+
+def access_agent_grant(*, actor: Actor, server: MCPServer, agent_key: str) -> AgentGrant:
+    grant = agent_grants(tenant=actor.tenant, server=server).filter(agent__key=agent_key).first()
+    if grant is None:
+        raise Http404("This agent has no grant of this server.")
+    return grant
+
+
+def access_user_grant(*, actor: Actor, server: MCPServer, user_id: str) -> UserGrant:
+    grant = user_grants(tenant=actor.tenant, server=server).filter(user_id=user_id).first()
+    if grant is None:
+        raise Http404("This user has no grant of this server.")
+    return grant
+
+
+def credential_list(*, tenant: Tenant, server: MCPServer) -> TenantQuerySet[UserCredential]:
+    return (
+        UserCredential.objects.for_tenant(tenant)
+        .filter(server_id=server.pk)
+        .select_related("server")
+        .order_by("user_id", "id")
+    )
+
+
+def access_credential(*, actor: Actor, server: MCPServer, user_id: str) -> UserCredential:
+    credential = credential_list(tenant=actor.tenant, server=server).filter(user_id=user_id).first()
+    if credential is None:
+        raise Http404("This user has no credentials of their own for this server.")
+    return credential
+
+
+# --- access requests -------------------------------------------------------------------------------------
+
+
+def _visible_requests(actor: Actor) -> TenantQuerySet[AccessRequest]:
+    """Administrators see every request of the tenant; anyone else only the requests they made."""
+    queryset = AccessRequest.objects.for_tenant(actor.tenant).select_related("server", "agent")
+    if actor.can(Role.ADMIN):
+        return queryset
+    return queryset.filter(requester_kind=actor.kind, requester_id=actor.id)
+
+
+def request_list(
+    *, actor: Actor, status: str = "", server: str = "", scope: str = ""
+) -> TenantQuerySet[AccessRequest]:
+    """The requests ``actor`` may see, newest first, optionally by status, server name and scope."""
+    queryset = _visible_requests(actor)
+    if status:
+        queryset = queryset.filter(status=status)
+    if server:
+        queryset = queryset.filter(server__name=server)
+    if scope:
+        queryset = queryset.filter(scope=scope)
+    return queryset.order_by("-created_at", "-id")
+
+
+def access_request(*, actor: Actor, id: object) -> AccessRequest:
+    """One request for an administrator or for the actor that made it; 404 for anyone else."""
+    try:
+        pk = uuid.UUID(str(id))
+    except ValueError:
+        raise Http404("No access request with this id.") from None
+    req = _visible_requests(actor).filter(pk=pk).first()
+    if req is None:
+        raise Http404("No access request with this id.")
+    return req

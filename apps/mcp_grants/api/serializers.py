@@ -1,0 +1,273 @@
+"""Input and output shapes of the MCP API.
+
+Inputs check the JSON shape only (unknown fields and wrong JSON types for strings are refused); every
+value is validated by the services (``apps.mcp_grants.services`` with ``validation``), which report
+each problem by field. Outputs never carry a secret: headers and env by name, the API key as
+``has_api_key``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.mcp_grants import naming, services
+from apps.mcp_grants.models import (
+    AccessRequest,
+    AgentGrant,
+    MCPServer,
+    MCPServerTool,
+    UserCredential,
+    UserGrant,
+)
+from apps.tenants.api.base import StrictSerializer
+
+STRING_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+STRING_MAP: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
+
+
+@extend_schema_field(OpenApiTypes.BOOL)
+class FlagField(serializers.JSONField):
+    """true or false, nothing coerced (checked by the service)."""
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class WholeNumberField(serializers.JSONField):
+    """A JSON integer, nothing coerced (checked by the service)."""
+
+
+@extend_schema_field(STRING_LIST)
+class StringListField(serializers.JSONField):
+    """A list of strings (checked by the service)."""
+
+
+@extend_schema_field({**STRING_LIST, "nullable": True})
+class ToolAllowField(serializers.JSONField):
+    """Original tool names, or null for every tool of the server (checked by the service)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_null=True, **kwargs)
+
+
+@extend_schema_field(STRING_MAP)
+class StringMapField(serializers.JSONField):
+    """Names to string values: headers or environment variables (checked by the service)."""
+
+
+@extend_schema_field(OpenApiTypes.OBJECT)
+class ObjectField(serializers.JSONField):
+    """A JSON object (checked by the service)."""
+
+
+def _secret(**kwargs: Any) -> serializers.CharField:
+    # Secrets are taken as sent: no trimming, and never shown back.
+    return serializers.CharField(trim_whitespace=False, allow_blank=True, write_only=True, **kwargs)
+
+
+# --- servers -------------------------------------------------------------------------------------------
+
+
+class ServerFieldsInput(StrictSerializer):
+    display_name = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    transport = serializers.CharField(required=False, help_text="stdio, sse or streamable-http")
+    command = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    args = StringListField(required=False)
+    url = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    headers = StringMapField(required=False, write_only=True, help_text="write-only; replaces all headers")
+    env = StringMapField(required=False, write_only=True, help_text="write-only; replaces the environment")
+    api_key = _secret(required=False, help_text="write-only; an empty string removes it")
+    tool_prefix = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    timeout_sec = WholeNumberField(required=False)
+    settings = ObjectField(required=False)
+    enabled = FlagField(required=False)
+
+
+class ServerCreateInput(ServerFieldsInput):
+    name = serializers.CharField(trim_whitespace=False)
+    transport = serializers.CharField(help_text="stdio, sse or streamable-http")
+
+
+class ServerUpdateInput(ServerFieldsInput):
+    """Any registration field except the name (grants and policies refer to it)."""
+
+
+class ServerOutput(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    display_name = serializers.CharField()
+    transport = serializers.ChoiceField(choices=MCPServer.Transport.choices)
+    command = serializers.CharField()
+    args = serializers.ListField(child=serializers.CharField())
+    url = serializers.CharField()
+    headers = serializers.ListField(child=serializers.CharField(), help_text="header names (values never)")
+    env = serializers.ListField(child=serializers.CharField(), help_text="variable names (values never)")
+    has_api_key = serializers.BooleanField()
+    tool_prefix = serializers.CharField()
+    registered_prefix = serializers.CharField(help_text="tools are registered as <registered_prefix>__<tool>")
+    timeout_sec = serializers.IntegerField()
+    settings = serializers.JSONField()
+    enabled = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=MCPServer.Status.choices)
+    last_health = serializers.JSONField()
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+    def to_representation(self, instance: MCPServer) -> dict[str, Any]:
+        data = services.server_data(instance)
+        data.update(
+            last_health=instance.last_health,
+            created_by=instance.created_by,
+            created_at=serializers.DateTimeField().to_representation(instance.created_at),
+            updated_at=serializers.DateTimeField().to_representation(instance.updated_at),
+        )
+        return data
+
+
+class ServerToolOutput(serializers.Serializer):  # type: ignore[type-arg]
+    name = serializers.CharField(help_text="the tool's own name on the server")
+    registered_name = serializers.CharField(help_text="its name for agents: mcp_<server>__<tool>")
+    description = serializers.CharField()
+    input_schema = serializers.JSONField()
+    discovered_at = serializers.DateTimeField()
+
+    def to_representation(self, instance: MCPServerTool) -> dict[str, Any]:
+        server: MCPServer = self.context["server"]
+        return {
+            "name": instance.name,
+            "registered_name": naming.registered_name(server, instance.name),
+            "description": instance.description,
+            "input_schema": instance.input_schema,
+            "discovered_at": serializers.DateTimeField().to_representation(instance.discovered_at),
+        }
+
+
+# --- grants and credentials ----------------------------------------------------------------------------
+
+
+class GrantInput(StrictSerializer):
+    """The whole grant: what is left out takes its default (enabled, every tool, nothing denied)."""
+
+    enabled = FlagField(required=False)
+    tool_allow = ToolAllowField(required=False)
+    tool_deny = StringListField(required=False)
+    config_overrides = ObjectField(required=False)
+
+
+class _GrantOutput(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField()
+    server = serializers.CharField()
+    enabled = serializers.BooleanField()
+    tool_allow = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    tool_deny = serializers.ListField(child=serializers.CharField())
+    config_overrides = serializers.JSONField()
+    granted_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+    def to_representation(self, instance: AgentGrant | UserGrant) -> dict[str, Any]:
+        data = services.grant_data(instance)
+        data["created_at"] = serializers.DateTimeField().to_representation(instance.created_at)
+        data["updated_at"] = serializers.DateTimeField().to_representation(instance.updated_at)
+        return data
+
+
+class AgentGrantOutput(_GrantOutput):
+    agent = serializers.CharField(help_text="the agent's key")
+
+
+class UserGrantOutput(_GrantOutput):
+    user_id = serializers.CharField()
+
+
+class GrantsOutput(serializers.Serializer):  # type: ignore[type-arg]
+    agent_grants = AgentGrantOutput(many=True)
+    user_grants = UserGrantOutput(many=True)
+
+
+class CredentialInput(StrictSerializer):
+    """Write-only. A field left out keeps its stored value; an empty value clears it."""
+
+    api_key = _secret(required=False)
+    headers = StringMapField(required=False)
+    env = StringMapField(required=False, help_text="stdio servers only")
+
+
+class CredentialOutput(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField()
+    server = serializers.CharField()
+    user_id = serializers.CharField()
+    has_api_key = serializers.BooleanField()
+    headers = serializers.ListField(child=serializers.CharField(), help_text="header names (values never)")
+    env = serializers.ListField(child=serializers.CharField(), help_text="variable names (values never)")
+    updated_at = serializers.DateTimeField()
+
+    def to_representation(self, instance: UserCredential) -> dict[str, Any]:
+        data = services.credential_data(instance)
+        data["updated_at"] = serializers.DateTimeField().to_representation(instance.updated_at)
+        return data
+
+
+# --- access requests ------------------------------------------------------------------------------------
+
+
+class RequestCreateInput(StrictSerializer):
+    server = serializers.CharField(help_text="the server's name")
+    scope = serializers.CharField(help_text="agent or user")
+    agent = serializers.CharField(required=False, help_text="the agent's key (scope agent)")
+    user_id = serializers.CharField(
+        required=False,
+        trim_whitespace=False,
+        help_text="scope user; a logged-in user who leaves it out asks for themselves (their email)",
+    )
+    tool_allow = ToolAllowField(required=False, default=None)
+    reason = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+
+
+class RequestFilterInput(StrictSerializer):
+    status = serializers.ChoiceField(choices=AccessRequest.Status.choices, required=False)
+    server = serializers.CharField(max_length=64, required=False)
+    scope = serializers.ChoiceField(choices=AccessRequest.Scope.choices, required=False)
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+
+class ApproveInput(StrictSerializer):
+    note = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+    tool_allow = ToolAllowField(
+        required=False,
+        default=None,
+        help_text="grant fewer tools than were asked for (never others); left out: what was asked",
+    )
+
+
+class RejectInput(StrictSerializer):
+    note = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+
+
+class RequesterOutput(serializers.Serializer):  # type: ignore[type-arg]
+    kind = serializers.CharField()
+    id = serializers.CharField()
+
+
+class RequestOutput(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField()
+    server = serializers.CharField()
+    scope = serializers.CharField(help_text="agent or user")
+    agent = serializers.CharField(allow_null=True)
+    user_id = serializers.CharField()
+    tool_allow = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    reason = serializers.CharField()
+    status = serializers.ChoiceField(choices=AccessRequest.Status.choices)
+    requested_by = serializers.CharField()
+    requester = RequesterOutput()
+    created_at = serializers.DateTimeField()
+    reviewed_by = serializers.CharField()
+    reviewed_at = serializers.DateTimeField(allow_null=True)
+    review_note = serializers.CharField()
+
+    def to_representation(self, instance: AccessRequest) -> dict[str, Any]:
+        return services.request_data(instance)
