@@ -32,8 +32,12 @@ def endpoint(base: str, agent: str = "bot", query: str = "", *, slash: bool = Tr
 
 
 @contextlib.asynccontextmanager
-async def session(url: str, key: str | None, *, read_timeout: float = 60) -> AsyncIterator[ClientSession]:
-    """An initialized SDK client session on ``url``, authenticated with ``key``."""
+async def session(
+    url: str, key: str | None, *, read_timeout: float = 60, modern: bool = False
+) -> AsyncIterator[ClientSession]:
+    """An SDK client session on ``url``, authenticated with ``key``: initialized (the handshake
+    protocol versions), or with ``modern`` on the 2026-07-28 protocol (``server/discover``, no
+    handshake)."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     timeout = httpx2.Timeout(30, read=read_timeout)
     async with (
@@ -41,7 +45,10 @@ async def session(url: str, key: str | None, *, read_timeout: float = 60) -> Asy
         streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(read, write) as client,
     ):
-        await client.initialize()
+        if modern:
+            await client.discover()
+        else:
+            await client.initialize()
         yield client
 
 

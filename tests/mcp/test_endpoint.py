@@ -8,6 +8,7 @@ human waits until an admin decides through the REST API.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -24,7 +25,7 @@ from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, ApiKey, Tenant
 from apps.tenants.roles import Role
 from tests import factories
-from tests.mcp.endpoint_client import call_tool, endpoint, list_tools, rest, rest_tools, text
+from tests.mcp.endpoint_client import call_tool, endpoint, list_tools, rest, rest_tools, session, text, wire
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
@@ -182,6 +183,22 @@ def test_tools_outside_the_list_are_refused_and_never_run(base, tenant_a, agent,
         ("delete_everything", "unknown"),
         ("datetime", "invalid"),
     ]
+
+
+def test_a_client_on_the_stateless_2026_protocol_gets_the_same_tools_and_calls(base, tenant_a, agent, member):
+    async def go() -> tuple[list[dict[str, Any]], str, str]:
+        async with session(endpoint(base, query="session_key=s9"), member, modern=True) as client:
+            assert client.protocol_version == "2026-07-28"
+            listed = [wire(tool) for tool in (await client.list_tools()).tools]
+            result = await client.call_tool("datetime", {"timezone": "UTC"})
+            assert not result.is_error
+            return listed, text(result), str((result.meta or {}).get("toolgate/call_id"))
+
+    listed, output, call_id = asyncio.run(go())
+    assert listed == rest_tools(base, member)
+    assert "UTC" in output
+    call = ToolCall.objects.for_tenant(tenant_a).get()
+    assert (call.id.hex, call.session_key, call.decision) == (call_id, "s9", "allowed")
 
 
 def _pending(tenant: Tenant, timeout: float = 30) -> PendingApproval:

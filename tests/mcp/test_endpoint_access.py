@@ -181,6 +181,10 @@ def test_the_call_scope_in_the_query_string_is_validated(base, tenant_a, keys):
     long_allow = post(endpoint(base, query="tool_allow=" + "a," * 6000), INITIALIZE, key=key)
     assert rpc_error(long_allow, 400, "invalid")
     assert post(endpoint(base, query="session_key=" + "s" * 201), CALL, key=key).status_code == 400
+    many = post(endpoint(base, query="a&" * 1500), CALL, key=key)
+    assert rpc_error(many, 400, "invalid") == "The query string has too many parameters."
+    longest = post(endpoint(base, query="user_id=" + "u" * 13000), CALL, key=key)
+    assert rpc_error(longest, 400, "invalid") == "The query string is longer than 12288 characters."
     assert not ToolCall.objects.for_tenant(tenant_a).exists()
 
 
@@ -223,3 +227,21 @@ def test_each_response_carries_a_request_id_that_the_tool_call_keeps(base, tenan
     assert response.status_code == 200, response.text
     assert response.headers["x-request-id"] == "mcp-trace-0001"
     assert ToolCall.objects.for_tenant(tenant_a).get().request_id == "mcp-trace-0001"
+
+
+def test_only_post_is_served_after_authentication(base, keys):
+    url = endpoint(base)
+    with httpx.Client(timeout=30) as client:
+        anonymous = client.get(url, headers={"Accept": "text/event-stream"})
+        assert rpc_error(anonymous, 401, "not_authenticated")
+        for method in ("GET", "DELETE", "PUT"):
+            response = client.request(
+                method,
+                url,
+                headers={"Accept": "text/event-stream", "Authorization": f"Bearer {keys['member']}"},
+            )
+            assert (
+                rpc_error(response, 405, "method_not_allowed")
+                == "Only POST is served: this endpoint is stateless."
+            )
+            assert response.headers["allow"] == "POST"

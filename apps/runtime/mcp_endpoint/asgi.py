@@ -12,11 +12,13 @@ Before the SDK:
    (unknown parameters are refused): 400.
 
 Errors are JSON-RPC error objects (``id`` null) with Toolgate's error code in ``error.data.code``.
+Only POST is served (405 otherwise): stateless, the endpoint has no stream of its own to offer (GET)
+and no session to end (DELETE).
 The SDK then applies the body limit (``MAX_REQUEST_BODY_BYTES``: 413) and its DNS-rebinding
 protection (Host and Origin against ``ALLOWED_HOSTS`` and ``CSRF_TRUSTED_ORIGINS``: 421 and 403).
 
 Each request runs its database work in a thread of its own (``ThreadSensitiveContext``, as Django does
-for a request) and gives its connections back when it ends.
+for a request) and gives its connection back after each piece of it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
+from django.core.exceptions import TooManyFieldsSent
 from django.db import close_old_connections
 from django.http import Http404, QueryDict
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -57,7 +60,7 @@ logger = logging.getLogger("toolgate.request")
 # ``/mcp/<agent key>`` with or without the trailing slash; anything else under /mcp/ is Django's 404.
 PATH_PATTERN = re.compile(r"^/mcp/(?P<key>[^/]{1,200})/?$")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
-MAX_QUERY_CHARS = 16 * 1024
+MAX_QUERY_CHARS = 12 * 1024  # daphne refuses request lines over 16 KiB itself
 
 
 class EndpointQueryInput(CallScopeQueryInput):
@@ -87,6 +90,17 @@ def identify(
 ) -> server.Caller | Refusal:
     """The caller of one request, or why it is refused (401, 404, 400: in this order, as REST does)."""
     try:
+        return _identify(
+            authorization=authorization, agent_key=agent_key, query=query, request_id=request_id, ip=ip
+        )
+    finally:
+        close_old_connections()
+
+
+def _identify(
+    *, authorization: str, agent_key: str, query: str, request_id: str, ip: str | None
+) -> server.Caller | Refusal:
+    try:
         authenticated = ApiKeyAuthentication().authenticate(_HeaderRequest(authorization))  # type: ignore[arg-type]
     except exceptions.AuthenticationFailed as exc:
         return Refusal(401, ErrorCode.AUTHENTICATION_FAILED, str(exc.detail), {})
@@ -106,7 +120,11 @@ def identify(
         return Refusal(
             400, ErrorCode.INVALID, f"The query string is longer than {MAX_QUERY_CHARS} characters.", {}
         )
-    data = EndpointQueryInput(data=QueryDict(query).dict())
+    try:
+        fields = QueryDict(query).dict()
+    except TooManyFieldsSent:
+        return Refusal(400, ErrorCode.INVALID, "The query string has too many parameters.", {})
+    data = EndpointQueryInput(data=fields)
     if not data.is_valid():
         details = {name: [str(m) for m in messages] for name, messages in data.errors.items()}
         first = next(iter(details.items()))
@@ -201,7 +219,10 @@ def _header(scope: dict[str, Any], name: bytes) -> str:
     return ""
 
 
-async def _refuse(send: Any, refusal: Refusal) -> None:
+NOT_POST = Refusal(405, ErrorCode.METHOD_NOT_ALLOWED, "Only POST is served: this endpoint is stateless.", {})
+
+
+async def _refuse(send: Any, refusal: Refusal, *, allow: bytes = b"") -> None:
     body = json.dumps(
         {
             "jsonrpc": "2.0",
@@ -216,6 +237,8 @@ async def _refuse(send: Any, refusal: Refusal) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if refusal.status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="toolgate"'))
+    if allow:
+        headers.append((b"allow", allow))
     await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -259,6 +282,11 @@ class MCPEndpoint:
                     )
                     if isinstance(found, Refusal):
                         await _refuse(send_with_id, found)
+                        return
+                    if scope["method"] != "POST":
+                        # Stateless: no server-initiated messages, so no standalone SSE stream (GET)
+                        # and no session to end (DELETE); the transport's answer for both is 405.
+                        await _refuse(send_with_id, NOT_POST, allow=b"POST")
                         return
                     manager = await self._managers.get()
                     await manager.handle_request({**scope, server.CALLER_KEY: found}, receive, send_with_id)

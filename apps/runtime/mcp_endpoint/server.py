@@ -3,7 +3,9 @@
 Who calls, for which agent and in which call scope is decided before the SDK sees the request
 (``asgi``) and travels in the ASGI scope under :data:`CALLER_KEY`; the handlers read it from the
 request the SDK hands them. Database work runs in the request's own worker thread
-(``sync_to_async`` inside the request's ``ThreadSensitiveContext``), never on the event loop.
+(``sync_to_async`` inside the request's ``ThreadSensitiveContext``), never on the event loop, and gives
+its connection back as soon as it is done: a response that streams, or waits for an approval, holds
+none.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
@@ -80,6 +83,7 @@ def _definitions(caller: Caller) -> list[dict[str, Any]]:
         return presentation.render(found, "mcp")
     finally:
         request_context.reset(token)
+        close_old_connections()
 
 
 def _begin(
@@ -107,6 +111,7 @@ def _begin(
         )
     finally:
         request_context.reset(token)
+        close_old_connections()
 
 
 async def list_tools(
