@@ -24,6 +24,12 @@ INITIALIZE = {
         "clientInfo": {"name": "raw-http", "version": "1"},
     },
 }
+CALL_DATETIME = {
+    "jsonrpc": "2.0",
+    "id": 2,
+    "method": "tools/call",
+    "params": {"name": "datetime", "arguments": {"timezone": "UTC"}},
+}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
