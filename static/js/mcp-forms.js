@@ -10,7 +10,8 @@
     const apply = function () {
       document.querySelectorAll("[data-mcp-server-form] [data-transport]").forEach(function (input) {
         const field = input.closest(".field");
-        if (field) field.hidden = input.dataset.transport.split(" ").indexOf(transport.value) === -1;
+        // style, not the hidden attribute: the stylesheet sets .field's display.
+        if (field) field.style.display = input.dataset.transport.split(" ").indexOf(transport.value) === -1 ? "none" : "";
       });
     };
     transport.addEventListener("change", apply);

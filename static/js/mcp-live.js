@@ -49,13 +49,27 @@
     }
     const enabled = scope.querySelector('[data-field="enabled"]');
     if (enabled && typeof data.enabled === "boolean") enabled.hidden = data.enabled;
+    // The enable/disable button offers the opposite of the state now (its first text is its label).
+    const toggle = scope.querySelector('button[name="enabled"]');
+    if (toggle && typeof data.enabled === "boolean" && toggle.firstChild && toggle.firstChild.nodeType === 3) {
+      toggle.value = data.enabled ? "0" : "1";
+      toggle.firstChild.nodeValue = data.enabled ? "Disable" : "Enable";
+    }
     const transport = scope.querySelector('[data-field="transport"]');
     if (transport && typeof data.transport === "string") {
       transport.textContent = TRANSPORTS[data.transport] || data.transport;
     }
-    const health = scope.querySelector('[data-field="health"]');
-    if (health && data.last_health && typeof data.last_health === "object") {
-      health.textContent = data.last_health.error ? live.truncate(String(data.last_health.error), 160) : "";
+    // Status events carry the health check as "health"; the stored copy is the server's last_health.
+    const result = data.health || data.last_health;
+    if (result && typeof result === "object") {
+      const health = scope.querySelector('[data-field="health"]');
+      if (health) health.textContent = result.error ? live.truncate(String(result.error), 160) : "";
+      const checked = scope.querySelector('[data-field="checked"]');
+      if (checked && result.checked_at) {
+        checked.textContent = "";
+        checked.append(live.timeNode(result.checked_at));
+        if (typeof result.latency_ms === "number") checked.append(" · " + result.latency_ms + " ms");
+      }
     }
   }
 
@@ -130,6 +144,8 @@
         return;
       }
       showServer(section, data);
+      const actions = document.querySelector("[data-server-actions]");
+      if (actions) showServer(actions, data);
       if (toolsNote && (event.type.indexOf("tools") !== -1 || Array.isArray(data.tools))) toolsNote.hidden = false;
     });
   }

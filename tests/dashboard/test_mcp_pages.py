@@ -884,3 +884,16 @@ def test_the_inbox_query_count_is_bounded(admin, tenant_a, django_assert_max_num
         ask(tenant_a, pg, scope="agent", agent=bot)
     with django_assert_max_num_queries(12):
         assert admin.get(reverse("dashboard:mcp_requests")).status_code == 200
+
+
+def test_no_dashboard_page_is_under_the_mcp_endpoint(tenant_a):
+    """``/mcp/<agent key>/`` is Toolgate's MCP endpoint, served before Django: a dashboard page there
+    would never be reached."""
+    from apps.dashboard import urls_mcp
+    from apps.runtime.mcp_endpoint.asgi import PATH_PATTERN
+
+    routes = _routes(tenant_a)
+    urls = [url.split("?")[0] for _, url, _ in routes.values()]
+    assert len(urls) == len(urls_mcp.urlpatterns)
+    for url in urls:
+        assert not PATH_PATTERN.match(url), url
