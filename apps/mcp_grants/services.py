@@ -120,8 +120,21 @@ def _current_fields(server: MCPServer) -> dict[str, Any]:
     return {key: getattr(server, key) for key in SERVER_FIELDS}
 
 
+# A change to any of these reaches the server differently (or again): its tools are discovered anew.
+CONNECTION_FIELDS = frozenset(SERVER_FIELDS) - {"display_name", "tool_prefix", "settings"}
+
+
+def _discover_after_commit(server: MCPServer) -> None:
+    from apps.mcp_grants.tasks import schedule_discovery
+
+    if server.enabled:
+        schedule_discovery(server)
+
+
 @transaction.atomic
 def server_create(*, actor: Actor, name: str, transport: str, **fields: Any) -> MCPServer:
+    """Register a server (validated as a whole); its tools are discovered in the background once the
+    registration commits."""
     unknown = set(fields) - set(SERVER_FIELDS)
     if unknown:
         raise _invalid({sorted(unknown)[0]: ["unknown field."]})
@@ -136,13 +149,14 @@ def server_create(*, actor: Actor, name: str, transport: str, **fields: Any) -> 
         raise Conflict(ErrorCode.CONFLICT, f"An MCP server named {name!r} exists already.") from None
     config_changed(actor.tenant)
     _emit(actor, "mcp.server.created", "mcp_server", str(server.pk), server_data(server))
+    _discover_after_commit(server)
     return server
 
 
 @transaction.atomic
 def server_update(*, actor: Actor, server: MCPServer, **changes: Any) -> MCPServer:
     """Change any registration field (not the name: grants and policies refer to it). The result is
-    validated as a whole."""
+    validated as a whole; a change to how the server is reached has its tools discovered anew."""
     unknown = set(changes) - set(SERVER_FIELDS)
     if unknown:
         raise _invalid({sorted(unknown)[0]: ["unknown field (the name cannot be changed)."]})
@@ -157,6 +171,8 @@ def server_update(*, actor: Actor, server: MCPServer, **changes: Any) -> MCPServ
     data = server_data(locked)
     data["changed"] = sorted(k for k in SERVER_FIELDS if before[k] != getattr(locked, k))
     _emit(actor, "mcp.server.updated", "mcp_server", str(locked.pk), data)
+    if CONNECTION_FIELDS & set(data["changed"]):
+        _discover_after_commit(locked)
     return locked
 
 

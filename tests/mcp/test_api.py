@@ -646,3 +646,28 @@ def test_rejection_leaves_nothing_behind(tenant_a, agent, admin_a, viewer_a, liv
         "rejected",
         "use the replica",
     )
+
+
+def queued_discoveries() -> list[tuple[Any, ...]]:
+    from django_q.models import OrmQ
+
+    tasks = [q.task for q in OrmQ.objects.all()]
+    return [tuple(t["args"]) for t in tasks if t["func"] == "apps.mcp_grants.tasks.discover"]
+
+
+def test_a_registration_and_a_changed_connection_are_discovered_after_commit(
+    admin_a, tenant_a, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        created = ok(admin_a.post(SERVERS, http_body(), format="json"), 201)
+    expected = (str(tenant_a.pk), created["id"])
+    assert queued_discoveries() == [expected]
+    with django_capture_on_commit_callbacks(execute=True):
+        ok(admin_a.patch(SERVERS + "remote/", {"display_name": "Only a label"}, format="json"))
+    assert queued_discoveries() == [expected]
+    with django_capture_on_commit_callbacks(execute=True):
+        ok(admin_a.patch(SERVERS + "remote/", {"headers": {"X-Token": "rotated"}}, format="json"))
+    assert queued_discoveries() == [expected, expected]
+    with django_capture_on_commit_callbacks(execute=True):
+        ok(admin_a.patch(SERVERS + "remote/", {"enabled": False}, format="json"))
+    assert len(queued_discoveries()) == 2  # a disabled server is not connected to

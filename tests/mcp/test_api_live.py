@@ -13,12 +13,13 @@ from typing import Any
 import httpx
 import pytest
 
-from apps.mcp_grants.models import AgentGrant
+from apps.mcp_grants.models import AgentGrant, MCPServerTool
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role
 from tests.live.wsclient import EventSocket, event_of, open_socket
+from tests.mcp.live_servers import stdio_fields
 from tests.mcp.support import make_server
 from tests.processes import LiveProcesses
 
@@ -73,18 +74,35 @@ class Persona:
         body = self.ok("GET", f"/api/v1/agents/{agent}/tools/explain")
         return sorted(name for name in body["allowed"] if name.startswith("mcp_"))
 
+    def call(self, tool: str, args: dict[str, Any], agent: str = "bot") -> Any:
+        return self.ok("POST", "/api/v1/runtime/execute", json={"agent": agent, "tool": tool, "args": args})
+
+
+def assert_refused(result: dict[str, Any], tool: str) -> None:
+    """A call the agent may not make: an error result naming the tool, and the server never ran it."""
+    assert result["is_error"], result
+    assert result["for_llm"].startswith((f"unknown tool: {tool}.", f"tool not allowed by policy: {tool}")), (
+        result
+    )
+
 
 def test_a_request_is_asked_seen_live_approved_and_its_tools_appear(
     live, daphne, sockets, tenant_a, tenant_b
 ):
     tenant_services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
-    make_server(tenant_a, "pg", ["query", "schema", "drop"])
+    # A real MCP server (stdio, made with the SDK); its tools as discovery stores them.
+    server = make_server(tenant_a, "pg", [], **stdio_fields())
+    text = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    MCPServerTool.objects.create(tenant=tenant_a, server=server, name="echo", input_schema=text)
+    for name in ("counter", "pid"):
+        MCPServerTool.objects.create(tenant=tenant_a, server=server, name=name)
     persona = partial(Persona, live, daphne, sockets)
     admin = persona(tenant_a, Role.ADMIN, "admin", ["mcp"])
     alice = persona(tenant_a, Role.MEMBER, "alice", ["me"])
     bob = persona(tenant_a, Role.MEMBER, "bob", ["me"])
     foreign = persona(tenant_b, Role.OWNER, "b-owner", ["me", "mcp"])
     assert alice.mcp_tools() == alice.explained() == []
+    assert_refused(alice.call("mcp_pg__echo", {"text": "hello"}), "mcp_pg__echo")
 
     asked = alice.ok(
         "POST",
@@ -94,7 +112,7 @@ def test_a_request_is_asked_seen_live_approved_and_its_tools_appear(
             "server": "pg",
             "scope": "agent",
             "agent": "bot",
-            "tool_allow": ["query", "schema"],
+            "tool_allow": ["echo", "counter"],
             "reason": "reports",
         },
     )
@@ -109,14 +127,17 @@ def test_a_request_is_asked_seen_live_approved_and_its_tools_appear(
     approved = admin.ok(
         "POST",
         REQUESTS + asked["id"] + "/approve",
-        json={"note": "read-only for now", "tool_allow": ["query"]},
+        json={"note": "read-only for now", "tool_allow": ["echo"]},
     )
     assert approved["status"] == "approved"
 
     told = alice.socket.wait_for(partial(event_of, topic="me", type="mcp.request.approved", id=asked["id"]))
     assert told["event"]["tenant"] == tenant_a.slug
     assert told["event"]["data"]["review_note"] == "read-only for now"
-    assert alice.mcp_tools() == alice.explained() == ["mcp_pg__query"]
+    assert alice.mcp_tools() == alice.explained() == ["mcp_pg__echo"]
+    called = alice.call("mcp_pg__echo", {"text": "hello"})
+    assert (called["is_error"], called["for_llm"]) == (False, "hello")
+    assert_refused(alice.call("mcp_pg__counter", {}), "mcp_pg__counter")  # narrowed away
     admin.socket.wait_for(partial(event_of, topic="mcp", type="mcp.request.approved", id=asked["id"]))
 
     # Bob asks for more and is turned down: his socket gets his decision only, and nothing is granted.
@@ -129,7 +150,8 @@ def test_a_request_is_asked_seen_live_approved_and_its_tools_appear(
         AgentGrant.objects.for_tenant(tenant_a).values("tool_allow", "enabled", "updated_at").get()
         == grant_before
     )
-    assert bob.mcp_tools() == bob.explained() == ["mcp_pg__query"]
+    assert bob.mcp_tools() == bob.explained() == ["mcp_pg__echo"]
+    assert_refused(bob.call("mcp_pg__pid", {}), "mcp_pg__pid")
 
     # B hears only about B.
     foreign.ok(
