@@ -34,7 +34,7 @@ from apps.dashboard.forms_mcp import (
 )
 from apps.dashboard.views.confirm import confirm_action
 from apps.mcp_grants import naming, selectors, services
-from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, MCPServerTool, UserGrant
+from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, UserGrant
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
 from apps.tenants.selectors import agent_list
@@ -46,14 +46,13 @@ MAX_PENDING = 200
 RECENT_DECIDED = 50
 MY_REQUESTS = 100
 PLACEHOLDER = uuid.UUID(int=0)  # an item's id in URL templates the page's script fills in
-GRANT_MODELS: dict[str, type[AgentGrant] | type[UserGrant]] = {"agent": AgentGrant, "user": UserGrant}
 
 
 # --- finding things -------------------------------------------------------------------------------------
 
 
 def _server(request: DashboardRequest, id: uuid.UUID) -> MCPServer:
-    server = MCPServer.objects.for_tenant(request.actor.tenant).filter(pk=id).first()
+    server = selectors.server_list(tenant=request.actor.tenant).filter(pk=id).first()
     if server is None:
         raise Http404("No MCP server with this id.")
     return server
@@ -62,37 +61,18 @@ def _server(request: DashboardRequest, id: uuid.UUID) -> MCPServer:
 def _grant(
     request: DashboardRequest, server: MCPServer, kind: str, grant_id: uuid.UUID
 ) -> AgentGrant | UserGrant:
-    related = ("server", "agent") if kind == "agent" else ("server",)
+    grants = selectors.agent_grants if kind == "agent" else selectors.user_grants
     grant: AgentGrant | UserGrant | None = (
-        GRANT_MODELS[kind]
-        .objects.for_tenant(request.actor.tenant)
-        .filter(server_id=server.pk, pk=grant_id)
-        .select_related(*related)
-        .first()
+        grants(tenant=request.actor.tenant, server=server).filter(pk=grant_id).first()
     )
     if grant is None:
         raise Http404("No grant with this id on this server.")
     return grant
 
 
-def _access_request(request: DashboardRequest, id: uuid.UUID) -> AccessRequest:
-    found = (
-        AccessRequest.objects.for_tenant(request.actor.tenant)
-        .select_related("server", "agent")
-        .filter(pk=id)
-        .first()
-    )
-    if found is None:
-        raise Http404("No access request with this id.")
-    return found
-
-
 def _tool_names(server: MCPServer) -> list[str]:
     return list(
-        MCPServerTool.objects.for_tenant(server.tenant)
-        .filter(server_id=server.pk)
-        .order_by("name")
-        .values_list("name", flat=True)[:MAX_TOOLS]
+        selectors.server_tools(tenant=server.tenant, server=server).values_list("name", flat=True)[:MAX_TOOLS]
     )
 
 
@@ -116,11 +96,7 @@ def server_list(request: DashboardRequest) -> HttpResponse:
     """The tenant's servers with their transport, state and tool count; their state changes live for
     administrators (the ``mcp`` topic is theirs)."""
     tenant = request.actor.tenant
-    servers = list(
-        MCPServer.objects.for_tenant(tenant)
-        .annotate(tool_count=Count("tools"))
-        .order_by("name")[:MAX_SERVERS]
-    )
+    servers = list(selectors.server_list(tenant=tenant).annotate(tool_count=Count("tools"))[:MAX_SERVERS])
     is_admin = request.actor.can(Role.ADMIN)
     return render(
         request,
@@ -147,19 +123,10 @@ def server_detail(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
             "registered": naming.registered_name(server, tool.name),
             "schema": json.dumps(tool.input_schema, indent=2, sort_keys=True),
         }
-        for tool in MCPServerTool.objects.for_tenant(tenant)
-        .filter(server_id=server.pk)
-        .order_by("name")[:MAX_TOOLS]
+        for tool in selectors.server_tools(tenant=tenant, server=server)[:MAX_TOOLS]
     ]
-    agent_grants = list(
-        AgentGrant.objects.for_tenant(tenant)
-        .filter(server_id=server.pk)
-        .select_related("agent")
-        .order_by("agent__key")[:MAX_GRANTS]
-    )
-    user_grants = list(
-        UserGrant.objects.for_tenant(tenant).filter(server_id=server.pk).order_by("user_id")[:MAX_GRANTS]
-    )
+    agent_grants = list(selectors.agent_grants(tenant=tenant, server=server)[:MAX_GRANTS])
+    user_grants = list(selectors.user_grants(tenant=tenant, server=server)[:MAX_GRANTS])
     is_admin = request.actor.can(Role.ADMIN)
     return render(
         request,
@@ -300,9 +267,7 @@ def grant_create(request: DashboardRequest, id: uuid.UUID, kind: str) -> HttpRes
     form: AgentGrantCreateForm | UserGrantCreateForm
     if kind == "agent":
         granted = set(
-            AgentGrant.objects.for_tenant(tenant)
-            .filter(server_id=server.pk)
-            .values_list("agent__key", flat=True)
+            selectors.agent_grants(tenant=tenant, server=server).values_list("agent__key", flat=True)
         )
         agents = [k for k in _agent_keys(request) if k not in granted]
         form = AgentGrantCreateForm(data, tools=tools, agents=agents)
@@ -314,7 +279,7 @@ def grant_create(request: DashboardRequest, id: uuid.UUID, kind: str) -> HttpRes
             target = agent_list(tenant=tenant).filter(key=form.cleaned_data["agent"]).first()
         else:
             target = form.cleaned_data["user_id"]
-            if UserGrant.objects.for_tenant(tenant).filter(server_id=server.pk, user_id=target).exists():
+            if selectors.user_grants(tenant=tenant, server=server).filter(user_id=target).exists():
                 form.add_error("user_id", "This user has a grant of this server already: edit it instead.")
                 target = None
         if target is not None:
@@ -437,9 +402,8 @@ def request_inbox(request: DashboardRequest) -> HttpResponse:
     tenant = request.actor.tenant
     pending = list(selectors.pending_requests(tenant)[:MAX_PENDING])
     decided = list(
-        AccessRequest.objects.for_tenant(tenant)
+        selectors.request_list(actor=request.actor)
         .exclude(status=AccessRequest.Status.PENDING)
-        .select_related("server", "agent")
         .order_by("-reviewed_at", "-created_at")[:RECENT_DECIDED]
     )
     return render(
@@ -461,7 +425,7 @@ def request_inbox(request: DashboardRequest) -> HttpResponse:
 def request_review(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     """A request's review page (GET): approve with the tools it asked for or fewer, or reject, with a
     note. POST decides (from this page, or the inbox's quick approve, which grants what was asked)."""
-    req = _access_request(request, id)
+    req = selectors.access_request(actor=request.actor, id=id)
     requested = list(req.tool_allow) if req.tool_allow is not None else None
     tools = _picker_tools(req.server) if requested is None else requested
     form = ReviewForm(
@@ -501,7 +465,7 @@ def my_requests(request: DashboardRequest) -> HttpResponse:
     """The acting user's own requests (decisions arrive live on their ``me`` topic) and a form to ask
     for access to a server (``?server=<id>`` picks it)."""
     tenant = request.actor.tenant
-    servers = list(MCPServer.objects.for_tenant(tenant).order_by("name")[:MAX_SERVERS])
+    servers = list(selectors.server_list(tenant=tenant)[:MAX_SERVERS])
     chosen: MCPServer | None = None
     raw = request.GET.get("server", "")
     if raw:
@@ -544,11 +508,11 @@ def my_requests(request: DashboardRequest) -> HttpResponse:
     elif request.method == "POST":
         messages.error(request, "Choose the server to request access to first.")
         return redirect("dashboard:mcp_my_requests")
+    # The actor's own requests, even for an administrator (who may see every request in the inbox).
     own = list(
-        AccessRequest.objects.for_tenant(tenant)
-        .filter(requester_kind=request.actor.kind, requester_id=request.actor.id)
-        .select_related("server", "agent")
-        .order_by("-created_at", "-id")[:MY_REQUESTS]
+        selectors.request_list(actor=request.actor).filter(
+            requester_kind=request.actor.kind, requester_id=request.actor.id
+        )[:MY_REQUESTS]
     )
     return render(
         request,
