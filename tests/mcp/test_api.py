@@ -671,3 +671,45 @@ def test_a_registration_and_a_changed_connection_are_discovered_after_commit(
     with django_capture_on_commit_callbacks(execute=True):
         ok(admin_a.patch(SERVERS + "remote/", {"enabled": False}, format="json"))
     assert len(queued_discoveries()) == 2  # a disabled server is not connected to
+
+
+def test_request_and_credential_lists_are_paginated_and_bounded_in_queries(
+    admin_a, tenant_a, agent, django_assert_max_num_queries
+):
+    from apps.mcp_grants import services
+
+    server = make_server(tenant_a, "pg", ["query"])
+    system = Actor.system(tenant_a)
+    for i in range(60):
+        services.request_create(actor=system, server=server, scope="agent", agent=agent, reason=f"r{i}")
+        services.credential_set(actor=system, server=server, user_id=f"u{i:02d}", api_key=f"k{i}")
+    with django_assert_max_num_queries(5):
+        first = ok(admin_a.get(REQUESTS))
+    assert len(first["results"]) == 50
+    assert first["results"][0]["reason"] == "r59"  # newest first
+    second = ok(admin_a.get(first["next"]))
+    assert [r["reason"] for r in second["results"]] == [f"r{i}" for i in range(9, -1, -1)]
+    assert second["next"] is None
+    with django_assert_max_num_queries(5):
+        credentials = ok(admin_a.get(SERVERS + "pg/credentials/?page_size=200"))
+    assert credentials["count"] == 60
+    assert all(c["has_api_key"] for c in credentials["results"])
+
+
+def test_a_user_scoped_request_approved_narrows_that_users_tools(
+    tenant_a, agent, admin_a, viewer_a, member_a
+):
+    from apps.mcp_grants import services
+
+    server = make_server(tenant_a, "pg", ["query", "schema"])
+    services.agent_grant_set(actor=Actor.system(tenant_a), server=server, agent=agent)
+    body = {"server": "pg", "scope": "user", "user_id": "dana@a.test", "tool_allow": ["schema"]}
+    asked = ok(member_a.post(REQUESTS, body, format="json"), 201)
+    assert tool_names(viewer_a, user_id="dana@a.test") == ["mcp_pg__query", "mcp_pg__schema"]
+
+    ok(admin_a.post(REQUESTS + asked["id"] + "/approve", {}, format="json"))
+
+    grant = ok(admin_a.get(SERVERS + "pg/grants/users/dana@a.test/"))
+    assert (grant["enabled"], grant["tool_allow"]) == (True, ["schema"])
+    assert tool_names(viewer_a, user_id="dana@a.test") == ["mcp_pg__schema"]
+    assert tool_names(viewer_a, user_id="erin@a.test") == ["mcp_pg__query", "mcp_pg__schema"]
