@@ -18,7 +18,7 @@ from django.db import connection
 from playwright.sync_api import expect, sync_playwright
 
 from apps.mcp_grants import client, services
-from apps.mcp_grants.models import AccessRequest, MCPServer, UserGrant
+from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, UserGrant
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
@@ -168,6 +168,7 @@ def test_the_servers_list_follows_state_changes_and_new_servers_live(live):
     admin = factories.make_user(tenant, Role.ADMIN, email="admin@globex.test")
     system = Actor.system(tenant)
     pg = make_server(tenant, "pg", ["query"], enabled=False)
+    tenant_services.agent_create(actor=system, key="reporter", name="Reporter")
     server_id = str(pg.pk)
 
     def connected() -> None:
@@ -230,8 +231,26 @@ def test_the_servers_list_follows_state_changes_and_new_servers_live(live):
             expect(page.get_by_label("URL")).to_be_visible()
             expect(page.get_by_label("Command")).to_be_hidden()
             expect(page.get_by_label("Environment")).to_be_hidden()
+
+            # The server's page: its tools with their registered names; a grant with the tool picker.
+            page.goto(f"/mcp-servers/{server_id}/")
+            expect(page.locator("[data-mcp-tools]")).to_contain_text("mcp_pg__query")
+            expect(page.locator('[data-mcp-server] [data-field="status"]')).to_have_text("Connected")
+            shot(page, "mcp-server")
+            page.get_by_role("link", name="Grant to an agent").click()
+            page.get_by_label("Agent", exact=True).select_option("reporter")
+            page.get_by_label("query").first.check()
+            page.get_by_role("button", name="Grant", exact=True).click()
+            expect(page.locator('table[data-grants="agent"]')).to_contain_text("reporter")
+            shot(page, "mcp-server-granted")
         finally:
             browser.close()
 
     pg.refresh_from_db()
     assert (pg.status, pg.enabled) == ("connected", False)
+    grant = AgentGrant.objects.for_tenant(tenant).get()
+    assert (grant.agent.key, grant.tool_allow, grant.granted_by) == (
+        "reporter",
+        ["query"],
+        "admin@globex.test",
+    )

@@ -872,7 +872,7 @@ def test_the_list_and_inbox_of_another_tenant_show_nothing_of_a(outsider, tenant
 def test_the_server_list_query_count_is_bounded(admin, tenant_a, django_assert_max_num_queries):
     for i in range(8):
         make_server(tenant_a, f"s{i}", ["a", "b"])
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(10):
         assert admin.get(reverse("dashboard:mcp_servers")).status_code == 200
 
 
@@ -882,7 +882,7 @@ def test_the_inbox_query_count_is_bounded(admin, tenant_a, django_assert_max_num
     for i in range(6):
         ask(tenant_a, pg, user_id=f"u{i}")
         ask(tenant_a, pg, scope="agent", agent=bot)
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(10):
         assert admin.get(reverse("dashboard:mcp_requests")).status_code == 200
 
 
@@ -897,3 +897,13 @@ def test_no_dashboard_page_is_under_the_mcp_endpoint(tenant_a):
     assert len(urls) == len(urls_mcp.urlpatterns)
     for url in urls:
         assert not PATH_PATTERN.match(url), url
+
+
+def test_the_server_page_query_count_is_bounded(admin, tenant_a, pg, django_assert_max_num_queries):
+    system = Actor.system(tenant_a)
+    for i in range(5):
+        agent = tenant_services.agent_create(actor=system, key=f"a{i}", name=f"A{i}")
+        services.agent_grant_set(actor=system, server=pg, agent=agent)
+        services.user_grant_set(actor=system, server=pg, user_id=f"u{i}")
+    with django_assert_max_num_queries(12):
+        assert admin.get(reverse("dashboard:mcp_server", args=[pg.pk])).status_code == 200
