@@ -19,7 +19,7 @@ from tests.mcp.live_servers import ALLOW_NETS, http_server, stdio_fields
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("mcp_connections")]
 
-TOOLS = {"add", "counter", "echo", "env", "env_length", "fail", "options", "pid", "pixel", "sleep"}
+TOOLS = {"add", "captioned", "counter", "echo", "env", "env_length", "fail", "options", "pid", "pixel", "sleep"}
 
 
 def register(tenant, name="demo", agent_key="bot", **fields):
@@ -206,6 +206,12 @@ def test_per_user_credentials_get_their_own_connection_and_are_scrubbed(tenant_a
     # the values never come back: the server's and the user's secrets are scrubbed from the output
     assert call(member_a, "mcp_demo__env", {"name": "TOKEN"}, user_id="alice")["for_llm"] == "[REDACTED]"
     assert call(member_a, "mcp_demo__env", {"name": "TOKEN"})["for_llm"] == "[REDACTED]"
+    # text next to an image is scrubbed in the content blocks too
+    mixed = call(member_a, "mcp_demo__captioned", {"caption": "token is server-token-1234"})
+    assert mixed["for_llm"].startswith("token is [REDACTED]")
+    assert mixed["content"][0] == {"type": "text", "text": "token is [REDACTED]"}
+    assert mixed["content"][1]["type"] == "image"
+    assert "server-token-1234" not in str(mixed)
 
 
 def test_the_discovery_job_stores_tools_and_status_and_keeps_no_connection(tenant_a, mcp_connections):

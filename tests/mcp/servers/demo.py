@@ -68,6 +68,11 @@ def pixel() -> Image:
     return Image(data=PIXEL, format="png")
 
 
+@server.tool(description="Text and an image in one result.")
+def captioned(caption: str) -> list[str | Image]:
+    return [caption, Image(data=PIXEL, format="png")]
+
+
 @server.tool(description="The value of an environment variable of the server process.")
 def env(name: str) -> str:
     return os.environ.get(name, "")
