@@ -59,6 +59,8 @@
     if (transport && typeof data.transport === "string") {
       transport.textContent = TRANSPORTS[data.transport] || data.transport;
     }
+    const tools = scope.querySelector('[data-field="tools"]');
+    if (tools && Array.isArray(data.tools)) tools.textContent = String(data.tools.length);
     // Status events carry the health check as "health"; the stored copy is the server's last_health.
     const result = data.health || data.last_health;
     if (result && typeof result === "object") {
@@ -99,7 +101,9 @@
     const enabled = live.el("span", "· disabled", "server-off small");
     enabled.dataset.field = "enabled";
     state.append(status, " ", enabled);
-    live.cell(row).textContent = "0";
+    const count = live.cell(row);
+    count.dataset.field = "tools";
+    count.textContent = "0";
     if (withActions) {
       const actions = live.cell(row, "row-actions");
       const open = live.el("a", "Open");

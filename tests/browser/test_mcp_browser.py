@@ -1,9 +1,9 @@
 """The MCP pages in a real browser: an access request made by a member arrives live in the
 administrator's open inbox (so does one made elsewhere, named like markup: shown as text); approving
 it there turns it approved, and the member's open "My access requests" page shows the decision live;
-the servers list follows state changes and new servers live. Headless Chromium against a real daphne
-on the test database. The browser thread makes no ORM calls while Playwright runs: changes made
-"elsewhere" go through the services in a worker thread.
+the servers list follows the client manager's status and discovery, enabling and new servers live.
+Headless Chromium against a real daphne on the test database. The browser thread makes no ORM calls
+while Playwright runs: changes made "elsewhere" go through the services in a worker thread.
 """
 
 from __future__ import annotations
@@ -181,6 +181,14 @@ def test_the_servers_list_follows_state_changes_and_new_servers_live(live):
         }
         client.record_status(client.endpoint_for(server), "connected", health, True)
 
+    def discovered() -> None:
+        server = MCPServer.objects.for_tenant(tenant).get(pk=server_id)
+        found = [
+            client.ToolInfo("query", "Run a query", {"type": "object"}),
+            client.ToolInfo("schema", "", {}),
+        ]
+        client.store_tools(client.endpoint_for(server), found)
+
     with sync_playwright() as playwright, ThreadPoolExecutor(1) as pool:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
@@ -196,6 +204,8 @@ def test_the_servers_list_follows_state_changes_and_new_servers_live(live):
 
             elsewhere(pool, connected)
             expect(row.locator('[data-field="status"]')).to_have_text("Connected")
+            elsewhere(pool, discovered)
+            expect(row.locator('[data-field="tools"]')).to_have_text("2")
             elsewhere(
                 pool,
                 lambda: services.server_update(

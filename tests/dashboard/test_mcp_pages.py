@@ -133,7 +133,7 @@ def test_the_server_list_shows_state_and_tools_live_for_admins(admin, tenant_a, 
     assert f'data-id="{pg.pk}"' in page
     assert "Postgres" in page
     assert 'data-status="unknown"' in page
-    assert "<td>3</td>" in page
+    assert '<td data-field="tools">3</td>' in page
     assert "b-secret-server" not in page
     assert reverse("dashboard:mcp_server_edit", args=[pg.pk]) in page
     assert reverse("dashboard:mcp_server_enable", args=[pg.pk]) in page
@@ -454,6 +454,13 @@ def test_an_invalid_grant_is_shown_and_nothing_is_saved(admin, tenant_a, pg, bot
     page = body(admin.post(reverse("dashboard:mcp_agent_grant_create", args=[pg.pk]), grant_form(**fields)))
     assert message in page
     assert tenant_state(tenant_a) == before
+
+
+def test_agents_with_a_grant_are_not_offered_again(admin, tenant_a, pg, bot):
+    services.agent_grant_set(actor=Actor.system(tenant_a), server=pg, agent=bot)
+    page = body(admin.get(reverse("dashboard:mcp_agent_grant_create", args=[pg.pk])))
+    assert '<option value="bot">' not in page
+    assert "Every agent of this tenant has a grant of this server already" in page
 
 
 def test_an_agent_of_another_tenant_cannot_be_granted(admin, tenant_a, tenant_b, pg, bot):
