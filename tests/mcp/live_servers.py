@@ -11,13 +11,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 DEMO = Path(__file__).resolve().parent / "servers" / "demo.py"
 HOST = "127.0.0.2"
 ALLOW_NETS = f"{HOST}/32"
 
 
-def stdio_fields() -> dict[str, object]:
+def stdio_fields() -> dict[str, Any]:
     return {"transport": "stdio", "command": sys.executable, "args": [str(DEMO), "stdio"]}
 
 
