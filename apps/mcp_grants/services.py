@@ -50,12 +50,18 @@ SERVER_FIELDS = (
 )
 
 
+def _scrubber(server: MCPServer) -> Scrubber:
+    """A scrubber that knows the server's own secrets (its API key, header and env values)."""
+    return Scrubber(
+        [server.api_key or "", *map(str, server.headers.values()), *map(str, server.env.values())]
+    )
+
+
 def server_data(server: MCPServer) -> dict[str, Any]:
     """What may be shown and audited of a server: never the values of headers, env or the API key, and
     its command, arguments and URL through the credential scrubber (with those values registered), so a
     token written into a query string or an argument is not logged either."""
-    secrets = [server.api_key or "", *map(str, server.headers.values()), *map(str, server.env.values())]
-    scrub = Scrubber(secrets).scrub
+    scrub = _scrubber(server).scrub
     return {
         "id": str(server.pk),
         "name": server.name,
@@ -184,6 +190,35 @@ def server_delete(*, actor: Actor, server: MCPServer) -> None:
         raise ServiceError(ErrorCode.NOT_FOUND, "MCP server not found.", status=404)
     config_changed(actor.tenant)
     _emit(actor, "mcp.server.deleted", "mcp_server", data["id"], data)
+
+
+def server_connect(*, actor: Actor, server: MCPServer, store: bool) -> dict[str, Any]:
+    """Connect to ``server`` once with a fresh session (not the reused one), list its tools and close:
+    "test connection"; with ``store`` the tools found become the server's discovered tools ("refresh",
+    raising the configuration version when they changed) and its status is recorded. Audited and
+    published with the outcome; the error passes the scrubber with the server's secrets registered.
+    Runs outside a transaction: connecting may take up to its timeout."""
+    from apps.mcp_grants import client
+
+    probe = client.probe(server, store=store)
+    data = {
+        "id": str(server.pk),
+        "name": server.name,
+        "ok": probe.ok,
+        "error": _scrubber(server).scrub(probe.error),
+        "duration_ms": probe.duration_ms,
+        "tools": [
+            {
+                "name": t.name,
+                "registered_name": naming.registered_name(server, t.name),
+                "description": t.description,
+            }
+            for t in probe.tools
+        ],
+    }
+    verb = "mcp.server.refreshed" if store else "mcp.server.tested"
+    _emit(actor, verb, "mcp_server", data["id"], {**data, "tools": [t["name"] for t in data["tools"]]})
+    return data
 
 
 # --- grants -------------------------------------------------------------------------------------------

@@ -60,6 +60,8 @@ CASES: dict[str, Case] = {
         writes=[("patch", {"enabled": False, "timeout_sec": 5}), ("delete", None)],
     ),
     "mcp-server-tools": Case(make=_kwargs(name="server")),
+    "mcp-server-test": Case(make=_kwargs(name="server"), writes=[("post", None)]),
+    "mcp-server-refresh": Case(make=_kwargs(name="server"), writes=[("post", None)]),
     "mcp-grant-list": Case(make=_kwargs(name="server")),
     "mcp-agent-grant": Case(
         make=_kwargs(name="server", key="agent"), writes=[("put", GRANT), ("delete", None)]

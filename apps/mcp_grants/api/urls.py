@@ -16,6 +16,12 @@ urlpatterns: list[URLPattern] = [
         views.ServerViewSet.as_view({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
         name="mcp-server-detail",
     ),
+    path(f"{SERVER}/test", views.ServerConnectionViewSet.as_view({"post": "test"}), name="mcp-server-test"),
+    path(
+        f"{SERVER}/refresh",
+        views.ServerConnectionViewSet.as_view({"post": "refresh"}),
+        name="mcp-server-refresh",
+    ),
     path(f"{SERVER}/tools/", views.ServerToolViewSet.as_view({"get": "list"}), name="mcp-server-tools"),
     path(f"{SERVER}/grants/", views.GrantListViewSet.as_view({"get": "list"}), name="mcp-grant-list"),
     path(

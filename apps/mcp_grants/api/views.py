@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -111,6 +112,23 @@ class ServerScopedViewSet(TenantScopedViewSet):
         if getattr(self, "server", None) is None:
             return queryset.none()
         return queryset.filter(server_id=self.server.pk)
+
+
+class ServerConnectionViewSet(ServerScopedViewSet):
+    """Connect to a server once with a fresh session and list its tools (admins): ``test`` only reports
+    (``ok``, the tools, the error, the time taken); ``refresh`` also stores the tools found as the
+    server's discovered tools and records its status. Both are audited. An unreachable server is 200
+    with ``ok: false`` and the reason: the request itself succeeded."""
+
+    model = MCPServerTool
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    def test(self, request: Request, name: str) -> Response:
+        return Response(services.server_connect(actor=self.actor, server=self.server, store=False))
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    def refresh(self, request: Request, name: str) -> Response:
+        return Response(services.server_connect(actor=self.actor, server=self.server, store=True))
 
 
 class ServerToolViewSet(ServerScopedViewSet):
