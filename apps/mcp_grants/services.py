@@ -201,23 +201,24 @@ def server_connect(*, actor: Actor, server: MCPServer, store: bool) -> dict[str,
     from apps.mcp_grants import client
 
     probe = client.probe(server, store=store)
-    data = {
+    tools = [
+        {
+            "name": t.name,
+            "registered_name": naming.registered_name(server, t.name),
+            "description": t.description,
+        }
+        for t in probe.tools
+    ]
+    data: dict[str, Any] = {
         "id": str(server.pk),
         "name": server.name,
         "ok": probe.ok,
         "error": _scrubber(server).scrub(probe.error),
         "duration_ms": probe.duration_ms,
-        "tools": [
-            {
-                "name": t.name,
-                "registered_name": naming.registered_name(server, t.name),
-                "description": t.description,
-            }
-            for t in probe.tools
-        ],
     }
     verb = "mcp.server.refreshed" if store else "mcp.server.tested"
-    _emit(actor, verb, "mcp_server", data["id"], {**data, "tools": [t["name"] for t in data["tools"]]})
+    _emit(actor, verb, "mcp_server", data["id"], {**data, "tools": [t.name for t in probe.tools]})
+    data["tools"] = tools
     return data
 
 
