@@ -29,7 +29,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 from django.test import Client, override_settings  # noqa: E402
 
-from bench import data, db, http_execute, mcp_endpoint, measure, policy, scrub, teams  # noqa: E402
+from bench import data, db, http_execute, mcp_bridge, mcp_endpoint, measure, policy, scrub, teams  # noqa: E402
 from bench.urls import BASELINE_PATH  # noqa: E402
 from config import embedded_db  # noqa: E402
 
@@ -113,6 +113,13 @@ def main() -> int:
                 db_name=BENCH_DB, api_key=seeded.api_key, agent_key="agent-00", seconds=args.seconds
             )
         )
+        bridge_lines = mcp_bridge.run(
+            tenant=seeded.tenant,
+            api_key=seeded.api_key,
+            db_name=BENCH_DB,
+            seconds=args.seconds,
+            http=not args.skip_http,
+        )
         mcp_table = (
             None
             if args.skip_http
@@ -157,6 +164,7 @@ def main() -> int:
     if http_table is not None:
         print("\nExecute over HTTP (bench.http_execute):\n")
         print(http_table)
+    print("\n" + "\n".join(bridge_lines))
     if mcp_table is not None:
         print("\nThe MCP endpoint against the REST API (bench.mcp_endpoint):\n")
         print(mcp_table)

@@ -132,7 +132,7 @@ def run(*, tenant: Tenant, api_key: str, db_name: str, seconds: float, http: boo
     verdicts = []
     for tool, direct, bridge, over_http in rows:
         d, b = _median_ms(direct), _median_ms(bridge)
-        h = f"{_median_ms(over_http):.2f} | {_median_ms(over_http) / d:.2f}x" if over_http else "– | –"
+        h = f"{_median_ms(over_http):.2f} | {_median_ms(over_http) / d:.2f}x" if over_http else "n/a | n/a"
         lines.append(f"| {tool} | {d:.2f} | {b:.2f} | {b / d:.2f}x | {h} |")
         verdicts.append(f"{tool}: bridge {b / d:.2f}x ({'meets' if b / d <= GOAL_RATIO else 'misses'})")
     lines.append(f"\ngoal: bridge median ≤ {GOAL_RATIO}x direct — " + "; ".join(verdicts))
