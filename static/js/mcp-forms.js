@@ -1,7 +1,8 @@
 // MCP forms: the server form shows only the fields of the chosen transport (command, arguments and env
 // for stdio; the URL for SSE and Streamable HTTP: [data-transport] lists them); in a tool picker,
 // "All tools" and single tools exclude each other; the server chooser of "My access requests" opens the
-// chosen server's form at once. Without this script every field shows and the server decides.
+// chosen server's form at once; "Test connection" and "Refresh tools" show that they are at work. Without
+// this script every field shows and the server decides.
 (function () {
   "use strict";
 
@@ -36,4 +37,15 @@
       if (select.value) chooser.submit();
     });
   }
+
+  // Connecting to a server can take up to its timeout: a form marked data-busy shows that it is at work
+  // and cannot be sent twice.
+  document.querySelectorAll("form[data-busy]").forEach(function (form) {
+    form.addEventListener("submit", function () {
+      const button = form.querySelector('button[type="submit"]');
+      if (!button) return;
+      button.textContent = form.dataset.busy;
+      window.setTimeout(function () { button.disabled = true; }, 0);
+    });
+  });
 })();

@@ -24,6 +24,7 @@ from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role
 from tests import factories
 from tests.api.tenant_state import tenant_state
+from tests.mcp.live_servers import stdio_fields
 from tests.mcp.support import make_server
 
 pytestmark = pytest.mark.django_db
@@ -758,6 +759,8 @@ def _routes(tenant: Tenant) -> dict[str, tuple[str, str, dict[str, Any] | None]]
         ),
         "server_enable": ("post", reverse("dashboard:mcp_server_enable", args=[s]), {"enabled": "0"}),
         "server_delete": ("post", reverse("dashboard:mcp_server_delete", args=[s]), None),
+        "server_test": ("post", reverse("dashboard:mcp_server_test", args=[s]), None),
+        "server_refresh": ("post", reverse("dashboard:mcp_server_refresh", args=[s]), None),
         "agent_grant_create": (
             "post",
             reverse("dashboard:mcp_agent_grant_create", args=[s]),
@@ -809,6 +812,8 @@ ADMIN_ROUTES = [
     "server_edit",
     "server_enable",
     "server_delete",
+    "server_test",
+    "server_refresh",
     "agent_grant_create",
     "agent_grant_edit",
     "agent_grant_enable",
@@ -847,6 +852,8 @@ def test_admins_and_owners_can_do_everything(request, tenant_a, persona):
     routes = _routes(tenant_a)
     # Deletions last: the server's deletion takes its grants and requests with it.
     for name in sorted(routes, key=lambda n: (n.endswith("delete"), n == "server_delete")):
+        if name in {"server_test", "server_refresh"}:
+            continue  # they connect: tested against a real MCP server below
         method, url, data = routes[name]
         status = getattr(client, method)(url, data).status_code
         assert status in (200, 302), (name, status)
@@ -914,3 +921,64 @@ def test_the_server_page_query_count_is_bounded(admin, tenant_a, pg, django_asse
         services.user_grant_set(actor=system, server=pg, user_id=f"u{i}")
     with django_assert_max_num_queries(12):
         assert admin.get(reverse("dashboard:mcp_server", args=[pg.pk])).status_code == 200
+
+
+# --- "Test connection" and "Refresh tools", against a real MCP server (the SDK demo over stdio) ---------
+
+
+@pytest.fixture
+def demo(tenant_a: Tenant) -> MCPServer:
+    return services.server_create(actor=Actor.system(tenant_a), name="demo", **stdio_fields())
+
+
+def connect_url(server, action):
+    return reverse(f"dashboard:mcp_server_{action}", args=[server.pk])
+
+
+def test_the_buttons_are_shown_to_admins_only(admin, viewer, demo):
+    page = admin.get(reverse("dashboard:mcp_server", args=[demo.pk])).content.decode()
+    assert connect_url(demo, "test") in page
+    assert connect_url(demo, "refresh") in page
+    assert "js/mcp-forms.js" in page
+    assert (
+        connect_url(demo, "test")
+        not in viewer.get(reverse("dashboard:mcp_server", args=[demo.pk])).content.decode()
+    )
+
+
+def test_test_connection_shows_the_tools_and_stores_nothing(admin, tenant_a, demo):
+    response = admin.post(connect_url(demo, "test"), follow=True)
+    page = response.content.decode()
+    assert "Connected: demo answered in" in page
+    assert "echo" in page
+    assert "pid" in page
+    assert not MCPServerTool.objects.for_tenant(tenant_a).filter(server=demo).exists()
+    assert AuditEvent.objects.for_tenant(tenant_a).filter(verb="mcp.server.tested").count() == 1
+
+
+def test_refresh_stores_the_tools_shown_on_the_page(admin, tenant_a, demo):
+    page = admin.post(connect_url(demo, "refresh"), follow=True).content.decode()
+    assert "Tools refreshed: demo answered in" in page
+    assert "mcp_demo__echo" in page  # the discovered-tools table
+    assert MCPServer.objects.for_tenant(tenant_a).get(pk=demo.pk).status == "connected"
+
+
+def test_an_unreachable_server_is_an_error_message(admin, tenant_a):
+    broken = services.server_create(
+        actor=Actor.system(tenant_a),
+        name="broken",
+        **{**stdio_fields(), "args": [stdio_fields()["args"][0], "nowhere"]},
+    )
+    page = admin.post(connect_url(broken, "test"), follow=True).content.decode()
+    assert "Could not connect to broken:" in page
+
+
+def test_viewers_members_and_other_tenants_cannot(viewer, member, outsider, tenant_a, demo):
+    before = tenant_state(tenant_a)
+    for client in (viewer, member):
+        assert client.post(connect_url(demo, "refresh")).status_code == 403
+    assert outsider.post(connect_url(demo, "refresh")).status_code == 404
+    assert outsider.post(connect_url(demo, "test")).status_code == 404
+    assert outsider.get(connect_url(demo, "test")).status_code in {404, 405}
+    assert tenant_state(tenant_a) == before
+    assert not MCPServerTool.objects.for_tenant(tenant_a).filter(server=demo).exists()

@@ -214,6 +214,26 @@ def server_enable(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     return redirect(back)
 
 
+@dashboard_view(Role.ADMIN, methods=("POST",))
+def server_connect(request: DashboardRequest, id: uuid.UUID, store: bool) -> HttpResponse:
+    """Test the connection (one fresh session: the tools found are shown) or, with ``store``, refresh
+    the discovered tools and the state; the outcome is a message on the server's page."""
+    server = _server(request, id)
+    outcome = services.server_connect(actor=request.actor, server=server, store=store)
+    if not outcome["ok"]:
+        messages.error(request, f"Could not connect to {server.name}: {outcome['error']}")
+        return redirect(_server_url(server))
+    names = [t["name"] for t in outcome["tools"]]
+    shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+    done = "Tools refreshed" if store else "Connected"
+    messages.success(
+        request,
+        f"{done}: {server.name} answered in {outcome['duration_ms']:.0f} ms with {len(names)} "
+        f"tool{'s' if len(names) != 1 else ''}{': ' + shown if names else ''}.",
+    )
+    return redirect(_server_url(server))
+
+
 @dashboard_view(Role.ADMIN)
 def server_delete(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     """Ask for confirmation (GET), then delete the server with its tools, grants and requests (POST)."""
