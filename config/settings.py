@@ -281,6 +281,8 @@ TOOLGATE_APPROVAL_TIMEOUT_SECONDS = env_int("TOOLGATE_APPROVAL_TIMEOUT_SECONDS",
 # How often the team task ticker runs (follow-up reminders, lock recovery, stale and orphaned tasks,
 # dispatch rounds; SPEC B §2.7: 5 minutes). django-q2 schedules by the minute: rounded up to whole minutes.
 TOOLGATE_TEAM_TICKER_SECONDS = env_int("TOOLGATE_TEAM_TICKER_SECONDS", 300, minimum=60)
+# How often each process pings the MCP servers it holds sessions with (SPEC B §3.5: 30 seconds).
+TOOLGATE_MCP_HEALTH_SECONDS = env_int("TOOLGATE_MCP_HEALTH_SECONDS", 30, minimum=1)
 # Request bodies are bounded: anything larger is refused with the error envelope (413).
 MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES

@@ -75,11 +75,8 @@ def backoff(attempt: int) -> float:
 
 
 def health_interval() -> float:
-    value = getattr(settings, HEALTH_SECONDS_SETTING, None) or os.environ.get(HEALTH_SECONDS_SETTING)
-    try:
-        return max(0.2, float(value)) if value else 30.0
-    except (TypeError, ValueError):
-        return 30.0
+    """Seconds between two pings of a session (``TOOLGATE_MCP_HEALTH_SECONDS``)."""
+    return max(0.2, float(getattr(settings, HEALTH_SECONDS_SETTING, 30)))
 
 
 class MCPUnavailable(Exception):
