@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -67,6 +68,8 @@ STDIO_INIT_ATTEMPTS = 4  # initialize retries of a stdio server: 2 s, 4 s, 8 s a
 MAX_TOOLS = 1000
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_DESCRIPTION = 4000
+# What OpenAI and Anthropic accept as a tool name (the registered name adds the server prefix).
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def backoff(attempt: int) -> float:
@@ -272,12 +275,16 @@ class ToolInfo:
 
 
 def _tool_infos(listed: Any) -> list[ToolInfo]:
+    """The tools a server listed, bounded; a tool whose name no model provider accepts is left out."""
     result = []
     for tool in listed.tools[:MAX_TOOLS]:
+        if not TOOL_NAME.fullmatch(tool.name):
+            logger.warning("MCP tool name %r is not usable by models; it is left out", tool.name[:100])
+            continue
         schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
         if len(json.dumps(schema, default=str)) > MAX_SCHEMA_BYTES:
             schema = {"type": "object"}
-        result.append(ToolInfo(tool.name[:255], (tool.description or "")[:MAX_DESCRIPTION], schema))
+        result.append(ToolInfo(tool.name, (tool.description or "")[:MAX_DESCRIPTION], schema))
     return result
 
 
@@ -343,7 +350,7 @@ class Manager:
         self._loop = asyncio.new_event_loop()
         self._db = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-db")
         self._connections: dict[tuple[str, str], _Connection] = {}
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._pending: dict[tuple[str, str], asyncio.Future[None]] = {}  # a connect under way, per key
         self._thread = threading.Thread(target=self._run_loop, name="mcp-manager", daemon=True)
         self._thread.start()
         self._submit(self._health_loop())
@@ -448,9 +455,8 @@ class Manager:
             return
         conn.last_error = reason
         if conn.session is not None:
-            session, conn.session = conn.session, None
-            del session
-            conn.closing.set()
+            conn.session = None
+            conn.closing.set()  # the holding task leaves the dead session's scopes
         await self._report(conn, MCPServer.Status.DISCONNECTED, reason)
         if conn.reconnecting is None or conn.reconnecting.done():
             conn.reconnecting = self._loop.create_task(self._reconnect(conn))
@@ -471,31 +477,54 @@ class Manager:
             if not await self._db_call(_still_enabled, conn.endpoint):
                 await self._forget(conn)
                 return
-            async with self._lock(conn.endpoint.key):
-                if conn.alive:
-                    return
-                try:
+            try:
+                async with self._exclusive(conn.endpoint, time.monotonic() + CONNECT_TIMEOUT):
+                    if conn.alive:
+                        return
                     await self._connect(conn, time.monotonic() + CONNECT_TIMEOUT)
                     return
-                except MCPUnavailable as exc:
-                    conn.last_error = str(exc)
-                    await self._report(conn, MCPServer.Status.ERROR, str(exc))
+            except MCPUnavailable as exc:
+                conn.last_error = str(exc)
+                await self._report(conn, MCPServer.Status.ERROR, str(exc))
 
     async def _forget(self, conn: _Connection) -> None:
         if self._connections.get(conn.endpoint.key) is conn:
             del self._connections[conn.endpoint.key]
         await self._drop(conn)
 
-    def _lock(self, key: tuple[str, str]) -> asyncio.Lock:
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = asyncio.Lock()
-        return lock
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, endpoint: Endpoint, deadline: float) -> Any:
+        """One connect at a time per key: others wait for it (shielded, so giving up early never
+        disturbs it) until their own deadline."""
+        key = endpoint.key
+        while (pending := self._pending.get(key)) is not None:
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                await asyncio.wait_for(asyncio.shield(pending), remaining)
+            except TimeoutError:
+                raise MCPUnavailable(f"MCP server {endpoint.name!r} is still being connected to.") from None
+        done: asyncio.Future[None] = self._loop.create_future()
+        self._pending[key] = done
+        try:
+            yield
+        finally:
+            del self._pending[key]
+            done.set_result(None)
 
     async def session(self, endpoint: Endpoint, deadline: float) -> tuple[_Connection, ClientSession]:
         """The open session for ``endpoint``: reused when it is alive and configured the same; a changed
-        configuration closes the old one. A server that is being reconnected answers at once."""
-        async with self._lock(endpoint.key):
+        configuration closes the old one. A server that is being reconnected answers at once, and no
+        call waits for another's connecting beyond its own deadline."""
+        conn = self._connections.get(endpoint.key)
+        if conn is not None and conn.endpoint.fingerprint == endpoint.fingerprint:
+            if conn.alive and conn.session is not None:
+                conn.endpoint = endpoint  # same connection settings; the timeout may have changed
+                return conn, conn.session
+            if conn.reconnecting is not None and not conn.reconnecting.done():
+                raise self._reconnecting(conn)
+        async with self._exclusive(endpoint, deadline):
             conn = self._connections.get(endpoint.key)
             if conn is not None and conn.endpoint.fingerprint != endpoint.fingerprint:
                 await self._forget(conn)
@@ -504,11 +533,7 @@ class Manager:
                 conn.endpoint = endpoint  # same connection settings; the timeout may have changed
                 return conn, conn.session
             if conn is not None and conn.reconnecting is not None and not conn.reconnecting.done():
-                wait = max(0.0, conn.retry_at - time.monotonic())
-                raise MCPUnavailable(
-                    f"MCP server {endpoint.name!r} is disconnected ({conn.last_error}); "
-                    f"reconnecting, next attempt in {wait:.0f}s."
-                )
+                raise self._reconnecting(conn)
             if conn is None:
                 conn = self._connections[endpoint.key] = _Connection(endpoint=endpoint)
             conn.intentional = False
@@ -523,6 +548,14 @@ class Manager:
                 raise
             assert conn.session is not None
             return conn, conn.session
+
+    @staticmethod
+    def _reconnecting(conn: _Connection) -> MCPUnavailable:
+        wait = max(0.0, conn.retry_at - time.monotonic())
+        return MCPUnavailable(
+            f"MCP server {conn.endpoint.name!r} is disconnected ({conn.last_error}); "
+            f"reconnecting, next attempt in {wait:.0f}s."
+        )
 
     # --- calls
 

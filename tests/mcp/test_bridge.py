@@ -19,7 +19,19 @@ from tests.mcp.live_servers import ALLOW_NETS, http_server, stdio_fields
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("mcp_connections")]
 
-TOOLS = {"add", "captioned", "counter", "echo", "env", "env_length", "fail", "options", "pid", "pixel", "sleep"}
+TOOLS = {
+    "add",
+    "captioned",
+    "counter",
+    "echo",
+    "env",
+    "env_length",
+    "fail",
+    "options",
+    "pid",
+    "pixel",
+    "sleep",
+}
 
 
 def register(tenant, name="demo", agent_key="bot", **fields):
@@ -258,3 +270,20 @@ def test_health_checks_find_a_dead_server_without_a_call_and_reconnect_it(tenant
         time.sleep(0.05)
     again = call(member_a, "mcp_demo__pid")
     assert int(again["for_llm"]) != pid
+
+
+def test_concurrent_first_calls_share_one_connection(tenant_a, member_a, mcp_connections):
+    from concurrent.futures import ThreadPoolExecutor
+
+    system = Actor.system(tenant_a)
+    server = services.server_create(actor=system, name="demo", **stdio_fields())
+    endpoint = client.endpoint_for(server)
+
+    def first_call(_: int) -> str:
+        result = mcp_connections.run(mcp_connections.call(endpoint, "pid", {}), 60)
+        return str(result.content[0].text)
+
+    with ThreadPoolExecutor(8) as pool:
+        pids = set(pool.map(first_call, range(8)))
+    assert len(pids) == 1
+    assert list(mcp_connections.connection_states()) == [(str(server.pk), "")]
