@@ -1,10 +1,11 @@
 """A tool call through Toolgate's MCP bridge against the same call made directly with the SDK.
 
-The demo MCP server of the tests (``tests/mcp/servers/demo.py``, stdio) is registered for the bench
-tenant and granted to one agent. Measured one call at a time (latency, not throughput), each for the
-same number of seconds:
+The demo MCP server of the tests (``tests/mcp/servers/demo.py``) is registered for the bench tenant
+twice, over stdio and over streamable HTTP (a local process on 127.0.0.2), and granted to one agent.
+Measured one call at a time (latency, not throughput), each for the same number of seconds:
 
-* direct: the SDK's own client (``stdio_client`` + ``ClientSession``) on one reused session: the floor;
+* direct: the SDK's own client (``stdio_client`` or ``streamable_http_client``, and ``ClientSession``)
+  on one reused session: the floor;
 * bridge: ``apps.runtime.pipeline.execute`` in this process: policy, call-time grant check, schema
   check, rate limit, the call over the manager's reused connection, result mapping, scrubbing, the
   ToolCall row and its live event;
@@ -20,6 +21,8 @@ Part of ``python -m bench``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import statistics
 import sys
 import time
@@ -53,15 +56,30 @@ def _timed(call: Callable[[], None], seconds: float) -> list[float]:
     return latencies
 
 
-async def _direct(tool: str, args: dict[str, Any], expect: str, seconds: float) -> list[float]:
+@contextlib.asynccontextmanager
+async def _sdk_session(transport: str, url: str) -> Any:
+    """The SDK's own client on one session, as an MCP client runs it."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.streamable_http import streamable_http_client
 
     from tests.mcp.live_servers import DEMO
 
-    params = StdioServerParameters(command=sys.executable, args=[str(DEMO), "stdio"])
-    async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as session:
+    async with contextlib.AsyncExitStack() as stack:
+        if transport == "stdio":
+            params = StdioServerParameters(command=sys.executable, args=[str(DEMO), "stdio"])
+            streams = await stack.enter_async_context(stdio_client(params))
+        else:
+            streams = await stack.enter_async_context(streamable_http_client(url))
+        session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
         await session.initialize()
+        yield session
+
+
+async def _direct(
+    transport: str, url: str, tool: str, args: dict[str, Any], expect: str, seconds: float
+) -> list[float]:
+    async with _sdk_session(transport, url) as session:
         for _ in range(20):
             await session.call_tool(tool, args)
         latencies = []
@@ -75,6 +93,39 @@ async def _direct(tool: str, args: dict[str, Any], expect: str, seconds: float) 
 
 
 def run(*, tenant: Tenant, api_key: str, db_name: str, seconds: float, http: bool) -> list[str]:
+    from django.test import override_settings
+
+    from tests.mcp.live_servers import ALLOW_NETS, http_server
+
+    # The demo's HTTP server listens on 127.0.0.2, which the SSRF guard lets through only when told to
+    # (here and in the daphne process, which inherits the environment).
+    os.environ["TOOLGATE_SSRF_ALLOW_NETS"] = ALLOW_NETS
+    rows: list[tuple[str, str, list[float], list[float], list[float]]] = []
+    with override_settings(TOOLGATE_SSRF_ALLOW_NETS=ALLOW_NETS), http_server("streamable-http") as url:
+        for transport in ("stdio", "streamable-http"):
+            rows.extend(_measure(tenant, api_key, db_name, seconds, http, transport, url))
+    lines = [
+        f"MCP bridge vs the SDK directly (bench.mcp_bridge): one call at a time, {seconds:g} s each, "
+        "the demo server over stdio and over streamable HTTP",
+        "",
+        "| server | tool | direct p50 ms | bridge p50 ms | bridge vs direct | HTTP execute p50 ms "
+        "| HTTP vs direct |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    verdicts = []
+    for transport, tool, direct, bridge, over_http in rows:
+        d, b = _median_ms(direct), _median_ms(bridge)
+        h = f"{_median_ms(over_http):.2f} | {_median_ms(over_http) / d:.2f}x" if over_http else "n/a | n/a"
+        lines.append(f"| {transport} | {tool} | {d:.2f} | {b:.2f} | {b / d:.2f}x | {h} |")
+        verdict = "meets" if b / d <= GOAL_RATIO else "misses"
+        verdicts.append(f"{transport} {tool}: {b / d:.2f}x ({verdict})")
+    lines.append(f"\ngoal: bridge median ≤ {GOAL_RATIO}x direct — " + "; ".join(verdicts))
+    return lines
+
+
+def _measure(
+    tenant: Tenant, api_key: str, db_name: str, seconds: float, http: bool, transport: str, url: str
+) -> list[tuple[str, str, list[float], list[float], list[float]]]:
     import httpx
 
     from apps.mcp_grants import client, services
@@ -86,20 +137,23 @@ def run(*, tenant: Tenant, api_key: str, db_name: str, seconds: float, http: boo
 
     system = Actor.system(tenant)
     agent = Agent.objects.for_tenant(tenant).get(key=AGENT_KEY)
-    server = services.server_create(actor=system, name="benchdemo", **stdio_fields())  # type: ignore[arg-type]
+    name = "bench-stdio" if transport == "stdio" else "bench-http"
+    fields = stdio_fields() if transport == "stdio" else {"transport": transport, "url": url}
+    server = services.server_create(actor=system, name=name, **fields)
     services.agent_grant_set(actor=system, server=server, agent=agent)
     client.refresh(server)
     tenant.refresh_from_db()
     actor = Actor.system(tenant)
+    prefix = name.replace("-", "_")
 
     daphne = start_daphne(db_name) if http else None
     rows = []
     try:
         for tool, args, expect in TOOLS:
-            name = f"mcp_benchdemo__{tool}"
-            direct = asyncio.run(_direct(tool, args, expect, seconds))
+            registered = f"mcp_{prefix}__{tool}"
+            direct = asyncio.run(_direct(transport, url, tool, args, expect, seconds))
 
-            def bridged(name: str = name, args: dict[str, Any] = args, expect: str = expect) -> None:
+            def bridged(name: str = registered, args: dict[str, Any] = args, expect: str = expect) -> None:
                 request = pipeline.CallRequest(agent=agent, tool=name, args=args)
                 outcome = pipeline.execute(actor=actor, request=request)
                 assert outcome.result.for_llm == expect, outcome.result.for_llm
@@ -109,31 +163,18 @@ def run(*, tenant: Tenant, api_key: str, db_name: str, seconds: float, http: boo
             if daphne is not None:
                 with httpx.Client(base_url=daphne[1], headers={"Authorization": f"Bearer {api_key}"}) as web:
 
-                    def posted(name: str = name, args: dict[str, Any] = args, expect: str = expect) -> None:
+                    def posted(
+                        name: str = registered, args: dict[str, Any] = args, expect: str = expect
+                    ) -> None:
                         body = {"agent": AGENT_KEY, "tool": name, "args": args}
                         response = web.post("/api/v1/runtime/execute", json=body, timeout=30)
                         assert response.json()["for_llm"] == expect, response.text
 
                     over_http = _timed(posted, seconds)
-            rows.append((tool, direct, bridge, over_http))
+            rows.append((transport, tool, direct, bridge, over_http))
     finally:
         if daphne is not None:
             stop_daphne(daphne[0])
         mgr = client.manager()
         mgr.run(mgr.close_all(), 30)
-
-    lines = [
-        f"MCP bridge vs the SDK directly (bench.mcp_bridge): one call at a time, {seconds:g} s each, "
-        "stdio demo server",
-        "",
-        "| tool | direct p50 ms | bridge p50 ms | bridge vs direct | HTTP execute p50 ms | HTTP vs direct |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    verdicts = []
-    for tool, direct, bridge, over_http in rows:
-        d, b = _median_ms(direct), _median_ms(bridge)
-        h = f"{_median_ms(over_http):.2f} | {_median_ms(over_http) / d:.2f}x" if over_http else "n/a | n/a"
-        lines.append(f"| {tool} | {d:.2f} | {b:.2f} | {b / d:.2f}x | {h} |")
-        verdicts.append(f"{tool}: bridge {b / d:.2f}x ({'meets' if b / d <= GOAL_RATIO else 'misses'})")
-    lines.append(f"\ngoal: bridge median ≤ {GOAL_RATIO}x direct — " + "; ".join(verdicts))
-    return lines
+    return rows
