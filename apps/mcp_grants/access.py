@@ -3,7 +3,7 @@
 Stricter than upstream: the agent grant is required and enabled and the server enabled; a user grant,
 when one exists for a real user (not ``""`` or ``"system"``), must be enabled, and its
 ``tool_allow``/``tool_deny`` narrow the agent grant's further. Deny beats allow everywhere, the call-time
-check (:func:`authorize`) included. Filters match the original (unprefixed) tool name exactly.
+check (``apps.mcp_grants.bridge.target``) included. Filters match the original (unprefixed) tool name exactly.
 """
 
 from __future__ import annotations
@@ -87,26 +87,3 @@ def accessible(tenant: Tenant, agent: Agent, user_id: str = "") -> list[Accessib
             Accessible(server=grant.server, agent_grant=grant, user_grant=user_grant, tools=allowed)
         )
     return result
-
-
-class NotAccessible(Exception):
-    """A call to an MCP tool the agent (and user) may not use; ``reason`` says why."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-def authorize(tenant: Tenant, agent: Agent, user_id: str, name: str) -> tuple[MCPServer, str]:
-    """The server and original tool behind the registered ``name`` if the call is allowed now;
-    :class:`NotAccessible` with reason ``server_not_accessible`` or ``tool_not_in_allow_list``
-    otherwise (both grants' deny lists included)."""
-    entries = accessible(tenant, agent, user_id)
-    found = naming.parse(name, [e.server for e in entries])
-    if found is None:
-        raise NotAccessible("server_not_accessible", f"{name}: no accessible MCP server provides this tool.")
-    server, tool = found
-    entry = next(e for e in entries if e.server.pk == server.pk)
-    if tool not in entry.tools:
-        raise NotAccessible("tool_not_in_allow_list", f"{name}: the tool is not allowed for this agent.")
-    return server, tool

@@ -7,7 +7,10 @@ class McpGrantsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from apps.mcp_grants.bridge import MCPProvider
         from apps.mcp_grants.universe import mcp_source
         from apps.policy.universe import register_source
+        from apps.runtime import providers
 
         register_source(mcp_source)
+        providers.register(MCPProvider())

@@ -10,14 +10,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from mcp.shared.exceptions import MCPError
 
 from apps.mcp_grants import access, client, naming
 from apps.mcp_grants.models import MCPServer, MCPServerTool
+from apps.runtime.providers import ExternalTool, ToolRefused
 from apps.runtime.results import ToolResult
 from apps.tenants.models import Agent, Tenant
 
@@ -108,58 +107,28 @@ def _reachable(tenant: Tenant, agent: Agent, user_id: str) -> _Reachable:
 
 def target(tenant: Tenant, agent: Agent, user_id: str, name: str) -> Target:
     """The server and tool behind ``name`` if ``agent`` may call it for ``user_id`` now, else
-    :class:`access.NotAccessible` (``server_not_accessible`` or ``tool_not_in_allow_list``)."""
+    :class:`ToolRefused` (``server_not_accessible`` or ``tool_not_in_allow_list``)."""
     reachable = _reachable(tenant, agent, user_id)
     found = reachable.targets.get(name)
     if found is not None:
         return found
     if name in reachable.refused:
-        raise access.NotAccessible(
-            "tool_not_in_allow_list", f"{name}: the tool is not allowed for this agent."
-        )
-    raise access.NotAccessible(
-        "server_not_accessible", f"{name}: no accessible MCP server provides this tool."
-    )
+        raise ToolRefused("tool_not_in_allow_list", f"{name}: the tool is not allowed for this agent.")
+    raise ToolRefused("server_not_accessible", f"{name}: no accessible MCP server provides this tool.")
 
 
-# --- arguments ------------------------------------------------------------------------------------------
+class MCPProvider:
+    """MCP tools for the pipeline and the listings (``apps.runtime.providers``)."""
 
+    def owns(self, name: str) -> bool:
+        return naming.split(name) is not None
 
-@lru_cache(maxsize=1024)
-def _validator(schema_json: str) -> jsonschema.protocols.Validator | None:
-    schema = json.loads(schema_json)
-    try:
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-    except (jsonschema.SchemaError, TypeError):
-        return None  # a server's broken schema is the server's to enforce
-    return cls(schema)  # type: ignore[no-any-return]
+    def definitions(self, tenant: Tenant, names: Iterable[str]) -> list[dict[str, Any]]:
+        return definitions(tenant, names)
 
-
-def strip_empty_optional(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
-    """Arguments without the optional ones an LLM sent empty (``null`` or ``""``): a server that
-    validates strictly would refuse them, and an empty optional value means "not given"."""
-    required = set(schema.get("required") or ())
-    return {k: v for k, v in args.items() if k in required or (v is not None and v != "")}
-
-
-def schema_error(name: str, schema: dict[str, Any], args: dict[str, Any]) -> str | None:
-    validator = _validator(json.dumps(schema, sort_keys=True, default=str))
-    if validator is None:
-        return None
-    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
-    if not errors:
-        return None
-    messages = []
-    for error in errors[:5]:
-        where = ".".join(str(p) for p in error.absolute_path)
-        messages.append(f"{where}: {error.message}" if where else error.message)
-    properties = ", ".join(schema.get("properties") or {}) or "none"
-    return f"Invalid arguments for {name}: {'; '.join(messages)}. Parameters: {properties}."
-
-
-def required_parameters(schema: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(str(r) for r in schema.get("required") or ())
+    def resolve(self, tenant: Tenant, agent: Agent, user_id: str, name: str) -> ExternalTool:
+        found = target(tenant, agent, user_id, name)
+        return ExternalTool(name, found.schema, lambda ctx, args: run(ctx, name, found, args))
 
 
 # --- the call -----------------------------------------------------------------------------------------

@@ -213,7 +213,7 @@ class _Call:
             self.name, self.args = translated
         tool_name = canonical(self.name)
         if tool_name is None and self.name in self.policy.universe.names:
-            tool_name = self.name  # an MCP tool this agent reaches through its grants
+            tool_name = self.name  # a tool of a provider (MCP, custom tools) this agent reaches
         if tool_name is None:
             allowed = self.allowed
             hint = correction(self.name, allowed, strap=request.style == "strap")
@@ -278,7 +278,7 @@ class _Call:
             return self.finish(Decision.RATE_LIMITED, ToolResult.error(limited))
 
         if tool_name not in CATALOG:
-            return self._back_mcp(ctx, tool_name, args)
+            return self._back_external(ctx, tool_name, args)
 
         # 6. arguments
         if not args:
@@ -305,27 +305,32 @@ class _Call:
             result = ToolResult.error(f'tool "{tool_name}" returned no result')
         return self.finish(Decision.ALLOWED, result)
 
-    def _back_mcp(self, ctx: CallContext, name: str, args: dict[str, Any]) -> CallOutcome:
-        """Steps 6-7 for an MCP tool: the grants are checked again at call time (both deny lists), the
-        arguments against the schema the server published, then the call over the reused connection."""
-        from apps.mcp_grants import access, bridge
+    def _back_external(self, ctx: CallContext, name: str, args: dict[str, Any]) -> CallOutcome:
+        """Steps 6-7 for a tool outside the catalog (MCP, custom, …): its provider checks access again
+        at call time and gives the schema the arguments are validated against, then the tool runs."""
+        from apps.runtime import providers
 
+        provider = providers.provider_for(name)
         try:
-            found = bridge.target(self.actor.tenant, self.request.agent, self.request.user_id, name)
-        except access.NotAccessible as exc:
+            if provider is None:
+                raise providers.ToolRefused("unknown_tool", f"{name}: no provider serves this tool.")
+            tool = provider.resolve(self.actor.tenant, self.request.agent, self.request.user_id, name)
+        except providers.ToolRefused as exc:
             return self.finish(Decision.DENIED, ToolResult.error(str(exc), reason=exc.reason))
-        required = bridge.required_parameters(found.schema)
+        required = providers.required_parameters(tool.schema)
         if not args and required:
             return self.finish(Decision.INVALID, ToolResult.error(_empty_args_message_for(required)))
-        args = bridge.strip_empty_optional(found.schema, args)
-        invalid = bridge.schema_error(name, found.schema, args)
+        args = providers.strip_empty_optional(tool.schema, args)
+        invalid = providers.schema_error(name, tool.schema, args)
         if invalid is not None:
             return self.finish(Decision.INVALID, ToolResult.error(invalid))
         try:
-            result = bridge.run(ctx, name, found, args)
-        except Exception as exc:  # a bridge bug must come back as a result, not break the agent loop
-            logger.exception("MCP tool %s failed", name, extra={"call_id": self.call_id})
+            result = tool.run(ctx, args)
+        except Exception as exc:  # a tool bug must come back as a result, not break the agent loop
+            logger.exception("tool %s failed", name, extra={"call_id": self.call_id})
             result = ToolResult.error(f'tool "{name}" panicked: {type(exc).__name__}: {exc}')
+        if not isinstance(result, ToolResult):
+            result = ToolResult.error(f'tool "{name}" returned no result')
         return self.finish(Decision.ALLOWED, result)
 
 

@@ -2,8 +2,9 @@
 and what Toolgate's own MCP endpoint lists (one function, so the two never disagree).
 
 Built-in tools come from the catalog (those implemented in this deployment, unless asked for all);
-MCP tools from the tools discovered on their servers, always flat (``mcp_<server>__<tool>``) whatever
-the style. Sorted by name, stable for prompt caching.
+the others from their providers (``apps.runtime.providers``: MCP tools from the tools discovered on
+their servers, ``mcp_<server>__<tool>``), always flat whatever the style. Sorted by name, stable for
+prompt caching.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def definitions(
     include_unavailable: bool = False,
 ) -> list[dict[str, Any]]:
     """``{"name", "description", "parameters"}`` per tool ``agent`` may use in ``scope``."""
-    from apps.mcp_grants import bridge
+    from apps.runtime import providers
 
     allowed = engine.resolve(tenant, agent, scope).allowed(tool_allow)
     builtin = [name for name in allowed if name in CATALOG]
@@ -36,6 +37,6 @@ def definitions(
     result = presentation.plain_definitions(names, style)
     external = [name for name in allowed if name not in CATALOG]
     if external:
-        result.extend(bridge.definitions(tenant, external))
+        result.extend(providers.definitions(tenant, external))
         result.sort(key=lambda d: str(d["name"]))
     return result

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from apps.mcp_grants import access, services
+from apps.mcp_grants import access, bridge, services
 from apps.mcp_grants.access import is_tool_allowed
+from apps.runtime.providers import ToolRefused
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
@@ -71,8 +72,9 @@ def test_user_allow_cannot_lift_an_agent_deny(system, tenant_a, agent, pg):
     services.agent_grant_set(actor=system, server=pg, agent=agent, tool_deny=["drop"])
     services.user_grant_set(actor=system, server=pg, user_id="u1", tool_allow=["drop", "query"])
     assert reach(tenant_a, agent, "u1") == {"pg": ["mcp_pg__query"]}
-    with pytest.raises(access.NotAccessible):
-        access.authorize(tenant_a, agent, "u1", "mcp_pg__drop")
+    tenant_a.refresh_from_db()
+    with pytest.raises(ToolRefused):
+        bridge.target(tenant_a, agent, "u1", "mcp_pg__drop")
 
 
 def test_user_grant_vetoes_when_disabled_and_narrows(system, tenant_a, agent, pg):
@@ -103,16 +105,23 @@ def test_synthetic_users_ignore_user_grants(system, tenant_a, agent, pg, user_id
     assert reach(tenant_a, agent, user_id)["pg"] == ["mcp_pg__drop", "mcp_pg__query", "mcp_pg__schema"]
 
 
-def test_authorize_applies_deny_at_call_time(system, tenant_a, agent, pg):
+def test_the_call_time_check_applies_deny(system, tenant_a, agent, pg):
     services.agent_grant_set(actor=system, server=pg, agent=agent, tool_deny=["drop"])
-    server, tool = access.authorize(tenant_a, agent, "", "mcp_pg__query")
-    assert (server.pk, tool) == (pg.pk, "query")
-    with pytest.raises(access.NotAccessible) as denied:
-        access.authorize(tenant_a, agent, "", "mcp_pg__drop")
+    tenant_a.refresh_from_db()
+    found = bridge.target(tenant_a, agent, "", "mcp_pg__query")
+    assert (found.server.pk, found.tool) == (pg.pk, "query")
+    with pytest.raises(ToolRefused) as denied:
+        bridge.target(tenant_a, agent, "", "mcp_pg__drop")
     assert denied.value.reason == "tool_not_in_allow_list"
-    with pytest.raises(access.NotAccessible) as unknown:
-        access.authorize(tenant_a, agent, "", "mcp_other__query")
+    with pytest.raises(ToolRefused) as unknown:
+        bridge.target(tenant_a, agent, "", "mcp_other__query")
     assert unknown.value.reason == "server_not_accessible"
+
+    # a change of the grants raises the configuration version: the next check sees it at once
+    services.agent_grant_set(actor=system, server=pg, agent=agent, tool_deny=["drop", "query"])
+    tenant_a.refresh_from_db()
+    with pytest.raises(ToolRefused):
+        bridge.target(tenant_a, agent, "", "mcp_pg__query")
 
 
 def test_tenant_isolation(system, tenant_a, tenant_b, agent, pg):
