@@ -111,6 +111,7 @@ INSTALLED_APPS = [
     "apps.policy",
     "apps.mcp_grants",
     "apps.custom_tools",
+    "apps.secure_cli",
     "apps.teams",
     "apps.runtime",
     "apps.dashboard",

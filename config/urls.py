@@ -13,6 +13,8 @@ api_v1 = [
     path("", include("apps.policy.approvals_api.urls")),
     path("", include("apps.teams.api.urls")),
     path("", include("apps.mcp_grants.api.urls")),
+    path("", include("apps.custom_tools.api.urls")),
+    path("", include("apps.secure_cli.api.urls")),
 ]
 
 urlpatterns = [

@@ -11,7 +11,14 @@ from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import RANK, Role
 from tests import factories
-from tests.api import roles_approvals, roles_mcp, roles_policy, roles_teams
+from tests.api import (
+    roles_approvals,
+    roles_custom_tools,
+    roles_mcp,
+    roles_policy,
+    roles_secure_cli,
+    roles_teams,
+)
 from tests.api.tenant_state import tenant_state
 
 pytestmark = pytest.mark.django_db
@@ -34,6 +41,8 @@ def _targets(tenant: Tenant) -> dict[str, str]:
         **roles_approvals.targets(tenant),
         **roles_teams.targets(tenant),
         **roles_mcp.targets(tenant),
+        **roles_custom_tools.targets(tenant),
+        **roles_secure_cli.targets(tenant),
     }
 
 
@@ -71,6 +80,8 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     *roles_approvals.ACTIONS,
     *roles_teams.ACTIONS,
     *roles_mcp.ACTIONS,
+    *roles_custom_tools.ACTIONS,
+    *roles_secure_cli.ACTIONS,
 ]
 
 

@@ -13,7 +13,14 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from tests import factories
-from tests.api import isolation_approvals, isolation_mcp, isolation_policy, isolation_teams
+from tests.api import (
+    isolation_approvals,
+    isolation_custom_tools,
+    isolation_mcp,
+    isolation_policy,
+    isolation_secure_cli,
+    isolation_teams,
+)
 from tests.api.isolation_support import (
     Case,
     _agent,
@@ -65,6 +72,8 @@ CASES: dict[str, Case] = {
     **isolation_approvals.CASES,
     **isolation_teams.CASES,
     **isolation_mcp.CASES,
+    **isolation_custom_tools.CASES,
+    **isolation_secure_cli.CASES,
 }
 
 
