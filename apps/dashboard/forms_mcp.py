@@ -266,6 +266,94 @@ class ServerCreateForm(ServerForm):
         return {**super().changes(), "enabled": self.cleaned_data["enabled"]}
 
 
+class CredentialForm(DashboardForm):
+    """A user's own credentials for a server (write-only): their calls then use a connection of their
+    own, opened with these over the server's. Left empty, a stored value is kept."""
+
+    user_id = forms.CharField(max_length=255, label="User id", widget=forms.TextInput(attrs=MONO))
+    api_key = forms.CharField(
+        max_length=8192,
+        required=False,
+        label="API key",
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only.",
+    )
+    clear_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+    headers = forms.CharField(
+        max_length=MAX_SECRET_TEXT,
+        required=False,
+        strip=False,
+        widget=WriteOnlyTextarea(attrs={**MONO, "rows": 3}),
+        help_text="Write-only: Name: value, one a line.",
+    )
+    clear_headers = forms.BooleanField(required=False, label="Remove the stored headers")
+    env = forms.CharField(
+        max_length=MAX_SECRET_TEXT,
+        required=False,
+        label="Environment",
+        strip=False,
+        widget=WriteOnlyTextarea(attrs={**MONO, "rows": 3}),
+        help_text="stdio servers, write-only: NAME=value, one a line.",
+    )
+    clear_env = forms.BooleanField(required=False, label="Remove the stored environment")
+
+    SECRETS = (("api_key", "clear_api_key"), ("headers", "clear_headers"), ("env", "clear_env"))
+
+    def __init__(self, *args: Any, server: MCPServer, stored: Any = None, **kwargs: Any) -> None:
+        """``stored``: the credentials being changed (None: new ones, for a user id to enter)."""
+        super().__init__(*args, **kwargs)
+        if server.transport != MCPServer.Transport.STDIO:
+            del self.fields["env"], self.fields["clear_env"]
+        if stored is None:
+            for _, clear in self.SECRETS:
+                self.fields.pop(clear, None)
+            return
+        del self.fields["user_id"]
+        names = {
+            "api_key": "an API key" if stored.api_key else "",
+            "headers": ", ".join(sorted(stored.headers)),
+            "env": ", ".join(sorted(stored.env)),
+        }
+        for field, clear in self.SECRETS:
+            if field not in self.fields:
+                continue
+            if names[field]:
+                self.fields[
+                    field
+                ].help_text += f" Stored now: {escape(names[field])} (values hidden); leave empty to keep it."
+            else:
+                del self.fields[clear]
+
+    def clean_env(self) -> dict[str, str] | None:
+        text = self.cleaned_data.get("env") or ""
+        return parse_pairs(text, separator="=", example="GITHUB_TOKEN=…") if text.strip() else None
+
+    def clean_headers(self) -> dict[str, str] | None:
+        text = self.cleaned_data.get("headers") or ""
+        return parse_pairs(text, separator=":", example="Authorization: Bearer …") if text.strip() else None
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for field, clear in self.SECRETS:
+            if cleaned.get(clear) and cleaned.get(field):
+                self.add_error(field, "Enter a new value or remove the stored one, not both.")
+        return cleaned
+
+    def changes(self) -> dict[str, Any]:
+        """``api_key`` / ``headers`` / ``env`` as ``credential_set`` takes them (None keeps a value)."""
+        data = self.cleaned_data
+        result: dict[str, Any] = {}
+        for field, clear in self.SECRETS:
+            if field not in self.fields:
+                continue
+            if data.get(field):
+                result[field] = data[field]
+            elif data.get(clear):
+                result[field] = "" if field == "api_key" else {}
+        return result
+
+
 # --- grants and requests ------------------------------------------------------------------------------
 
 

@@ -15,6 +15,17 @@ urlpatterns: list[URLPattern] = [
     path("mcp-servers/<uuid:id>/edit/", mcp.server_edit, name="mcp_server_edit"),
     path("mcp-servers/<uuid:id>/enabled/", mcp.server_enable, name="mcp_server_enable"),
     path("mcp-servers/<uuid:id>/delete/", mcp.server_delete, name="mcp_server_delete"),
+    path("mcp-servers/<uuid:id>/credentials/new/", mcp.credential_edit, name="mcp_credential_create"),
+    path(
+        "mcp-servers/<uuid:id>/credentials/<str:user_id>/edit/",
+        mcp.credential_edit,
+        name="mcp_credential_edit",
+    ),
+    path(
+        "mcp-servers/<uuid:id>/credentials/<str:user_id>/delete/",
+        mcp.credential_delete,
+        name="mcp_credential_delete",
+    ),
     path("mcp-servers/<uuid:id>/test/", mcp.server_connect, {"store": False}, name="mcp_server_test"),
     path("mcp-servers/<uuid:id>/refresh/", mcp.server_connect, {"store": True}, name="mcp_server_refresh"),
     path("mcp-servers/<uuid:id>/agent-grants/new/", mcp.grant_create, AGENT, name="mcp_agent_grant_create"),

@@ -12,12 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
 from apps.audit.models import AuditEvent
 from apps.mcp_grants import services
-from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, MCPServerTool, UserGrant
+from apps.mcp_grants.models import (
+    AccessRequest,
+    AgentGrant,
+    MCPServer,
+    MCPServerTool,
+    UserCredential,
+    UserGrant,
+)
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
@@ -747,6 +755,7 @@ def _routes(tenant: Tenant) -> dict[str, tuple[str, str, dict[str, Any] | None]]
     agent_grant = services.agent_grant_set(actor=system, server=pg, agent=bot)
     user_grant = services.user_grant_set(actor=system, server=pg, user_id="ann")
     req = ask(tenant, pg)
+    services.credential_set(actor=system, server=pg, user_id="ann", api_key="ann-secret-key-123")
     s, a, u = pg.pk, agent_grant.pk, user_grant.pk
     return {
         "servers": ("get", reverse("dashboard:mcp_servers"), None),
@@ -759,6 +768,17 @@ def _routes(tenant: Tenant) -> dict[str, tuple[str, str, dict[str, Any] | None]]
         ),
         "server_enable": ("post", reverse("dashboard:mcp_server_enable", args=[s]), {"enabled": "0"}),
         "server_delete": ("post", reverse("dashboard:mcp_server_delete", args=[s]), None),
+        "credential_create": (
+            "post",
+            reverse("dashboard:mcp_credential_create", args=[s]),
+            {"user_id": "cid", "api_key": "cid-secret-key-123"},
+        ),
+        "credential_edit": (
+            "post",
+            reverse("dashboard:mcp_credential_edit", args=[s, "ann"]),
+            {"headers": "X-Token: ann-token-12345"},
+        ),
+        "credential_delete": ("post", reverse("dashboard:mcp_credential_delete", args=[s, "ann"]), None),
         "server_test": ("post", reverse("dashboard:mcp_server_test", args=[s]), None),
         "server_refresh": ("post", reverse("dashboard:mcp_server_refresh", args=[s]), None),
         "agent_grant_create": (
@@ -814,6 +834,9 @@ ADMIN_ROUTES = [
     "server_delete",
     "server_test",
     "server_refresh",
+    "credential_create",
+    "credential_edit",
+    "credential_delete",
     "agent_grant_create",
     "agent_grant_edit",
     "agent_grant_enable",
@@ -982,3 +1005,69 @@ def test_viewers_members_and_other_tenants_cannot(viewer, member, outsider, tena
     assert outsider.get(connect_url(demo, "test")).status_code in {404, 405}
     assert tenant_state(tenant_a) == before
     assert not MCPServerTool.objects.for_tenant(tenant_a).filter(server=demo).exists()
+
+
+# --- users' own credentials -----------------------------------------------------------------------------
+
+
+def test_an_admin_sets_a_users_credentials_write_only(admin, tenant_a):
+    server = services.server_create(
+        actor=Actor.system(tenant_a), name="remote", transport="streamable-http", url=PUBLIC_URL
+    )
+    create = reverse("dashboard:mcp_credential_create", args=[server.pk])
+    form = body(admin.get(create))
+    assert 'name="env"' not in form  # an HTTP server has no environment
+    response = admin.post(
+        create, {"user_id": "alice@a.test", "api_key": API_KEY, "headers": f"Authorization: {HEADER_VALUE}"}
+    )
+    assert response.status_code == 302
+    stored = UserCredential.objects.for_tenant(tenant_a).get(server=server, user_id="alice@a.test")
+    assert stored.api_key == API_KEY
+    assert stored.headers == {"Authorization": HEADER_VALUE}
+    page = body(admin.get(reverse("dashboard:mcp_server", args=[server.pk])))
+    assert "alice@a.test" in page
+    assert "<code>Authorization</code>" in page
+    edit = reverse("dashboard:mcp_credential_edit", args=[server.pk, "alice@a.test"])
+    shown = body(admin.get(edit))
+    for secret in (API_KEY, HEADER_VALUE):
+        assert secret not in page
+        assert secret not in shown
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT api_key, headers_encrypted FROM mcp_grants_usercredential")
+        raw = " ".join(map(str, cursor.fetchone()))
+    assert API_KEY not in raw
+    assert HEADER_VALUE not in raw
+
+    # left empty, a value is kept; a box removes it
+    admin.post(edit, {"clear_api_key": "on"})
+    stored.refresh_from_db()
+    assert stored.api_key == ""
+    assert stored.headers == {"Authorization": HEADER_VALUE}
+    assert AuditEvent.objects.for_tenant(tenant_a).filter(verb__startswith="mcp.user_credential").count() == 2
+    assert API_KEY not in str(list(AuditEvent.objects.for_tenant(tenant_a).values_list("data", flat=True)))
+
+
+def test_removing_credentials_asks_first(admin, tenant_a):
+    server = make_server(tenant_a, "pg", ["query"])
+    services.credential_set(
+        actor=Actor.system(tenant_a), server=server, user_id="bob", env={"TOKEN": ENV_VALUE}
+    )
+    url = reverse("dashboard:mcp_credential_delete", args=[server.pk, "bob"])
+    assert "Remove bob" in body(admin.get(url))
+    assert UserCredential.objects.for_tenant(tenant_a).filter(user_id="bob").exists()
+    admin.post(url)
+    assert not UserCredential.objects.for_tenant(tenant_a).filter(user_id="bob").exists()
+    missing = reverse("dashboard:mcp_credential_edit", args=[server.pk, "nobody"])
+    assert admin.get(missing).status_code == 404
+
+
+def test_invalid_credentials_are_shown_and_nothing_is_saved(admin, tenant_a):
+    server = make_server(tenant_a, "pg", ["query"])
+    before = tenant_state(tenant_a)
+    response = admin.post(
+        reverse("dashboard:mcp_credential_create", args=[server.pk]),
+        {"user_id": "carol", "env": "not a pair"},
+    )
+    assert response.status_code == 200
+    assert "NAME=value" in body(response) or "GITHUB_TOKEN" in body(response)
+    assert tenant_state(tenant_a) == before

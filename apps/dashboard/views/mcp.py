@@ -26,6 +26,7 @@ from apps.dashboard.forms import add_service_error
 from apps.dashboard.forms_mcp import (
     AccessRequestForm,
     AgentGrantCreateForm,
+    CredentialForm,
     GrantForm,
     ReviewForm,
     ServerCreateForm,
@@ -128,10 +129,14 @@ def server_detail(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     agent_grants = list(selectors.agent_grants(tenant=tenant, server=server)[:MAX_GRANTS])
     user_grants = list(selectors.user_grants(tenant=tenant, server=server)[:MAX_GRANTS])
     is_admin = request.actor.can(Role.ADMIN)
+    credentials = (
+        list(selectors.credential_list(tenant=tenant, server=server)[:MAX_GRANTS]) if is_admin else []
+    )
     return render(
         request,
         "dashboard/mcp/server.html",
         {
+            "credentials": credentials,
             "server": server,
             "shown": services.server_data(server),
             "tools": tools,
@@ -232,6 +237,61 @@ def server_connect(request: DashboardRequest, id: uuid.UUID, store: bool) -> Htt
         f"tool{'s' if len(names) != 1 else ''}{': ' + shown if names else ''}.",
     )
     return redirect(_server_url(server))
+
+
+@dashboard_view(Role.ADMIN)
+def credential_edit(request: DashboardRequest, id: uuid.UUID, user_id: str | None = None) -> HttpResponse:
+    """Set a user's own credentials for a server (``user_id`` None: for a user entered in the form).
+    Write-only: the page shows which are stored, never their values."""
+    server = _server(request, id)
+    stored = None
+    if user_id is not None:
+        stored = (
+            selectors.credential_list(tenant=request.actor.tenant, server=server)
+            .filter(user_id=user_id)
+            .first()
+        )
+        if stored is None:
+            raise Http404("No credentials for this user.")
+    form = CredentialForm(request.POST if request.method == "POST" else None, server=server, stored=stored)
+    if request.method == "POST" and form.is_valid():
+        who = user_id if user_id is not None else form.cleaned_data["user_id"]
+        try:
+            services.credential_set(actor=request.actor, server=server, user_id=who, **form.changes())
+        except ServiceError as exc:
+            add_service_error(form, exc)
+        else:
+            messages.success(request, f"Credentials of {who} for {server.name} saved.")
+            return redirect(_server_url(server))
+    return render(
+        request,
+        "dashboard/mcp/credential_form.html",
+        {"form": form, "server": server, "user_id": user_id, "stored": stored},
+    )
+
+
+@dashboard_view(Role.ADMIN)
+def credential_delete(request: DashboardRequest, id: uuid.UUID, user_id: str) -> HttpResponse:
+    """Remove a user's own credentials (their calls use the server's again), after confirmation."""
+    server = _server(request, id)
+    stored = (
+        selectors.credential_list(tenant=request.actor.tenant, server=server).filter(user_id=user_id).first()
+    )
+    if stored is None:
+        raise Http404("No credentials for this user.")
+
+    def perform() -> tuple[str, str]:
+        services.credential_delete(actor=request.actor, credential=stored)
+        return f"Credentials of {user_id} for {server.name} removed.", _server_url(server)
+
+    return confirm_action(
+        request,
+        title=f"Remove {user_id}'s credentials for {server.name}?",
+        body="Their calls will use the server's own credentials again.",
+        action="Remove credentials",
+        back=_server_url(server),
+        perform=perform,
+    )
 
 
 @dashboard_view(Role.ADMIN)
