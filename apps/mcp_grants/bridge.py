@@ -123,7 +123,9 @@ class MCPProvider:
     def owns(self, name: str) -> bool:
         return naming.split(name) is not None
 
-    def definitions(self, tenant: Tenant, names: Iterable[str]) -> list[dict[str, Any]]:
+    def definitions(
+        self, tenant: Tenant, names: Iterable[str], agent: Agent | None = None
+    ) -> list[dict[str, Any]]:
         return definitions(tenant, names)
 
     def resolve(self, tenant: Tenant, agent: Agent, user_id: str, name: str) -> ExternalTool:

@@ -41,7 +41,9 @@ class ExternalTool:
 class Provider(Protocol):
     def owns(self, name: str) -> bool: ...
 
-    def definitions(self, tenant: Tenant, names: Iterable[str]) -> list[dict[str, Any]]: ...
+    def definitions(
+        self, tenant: Tenant, names: Iterable[str], agent: Agent | None = None
+    ) -> list[dict[str, Any]]: ...
 
     def resolve(self, tenant: Tenant, agent: Agent, user_id: str, name: str) -> ExternalTool: ...
 
@@ -60,14 +62,17 @@ def provider_for(name: str) -> Provider | None:
     return next((p for p in _PROVIDERS if p.owns(name)), None)
 
 
-def definitions(tenant: Tenant, names: Iterable[str]) -> list[dict[str, Any]]:
-    """The definitions of these non-catalog ``names``, from their providers (one batch each)."""
+def definitions(tenant: Tenant, names: Iterable[str], agent: Agent | None = None) -> list[dict[str, Any]]:
+    """The definitions of these non-catalog ``names``, from their providers (one batch each); with
+    ``agent``, the definitions that agent gets (a provider may serve one name differently per agent)."""
     by_provider: dict[int, tuple[Provider, list[str]]] = {}
     for name in names:
         provider = provider_for(name)
         if provider is not None:
             by_provider.setdefault(id(provider), (provider, []))[1].append(name)
-    result = [d for provider, owned in by_provider.values() for d in provider.definitions(tenant, owned)]
+    result = [
+        d for provider, owned in by_provider.values() for d in provider.definitions(tenant, owned, agent)
+    ]
     return sorted(result, key=lambda d: str(d["name"]))
 
 

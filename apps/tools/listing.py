@@ -37,6 +37,6 @@ def definitions(
     result = presentation.plain_definitions(names, style)
     external = [name for name in allowed if name not in CATALOG]
     if external:
-        result.extend(providers.definitions(tenant, external))
+        result.extend(providers.definitions(tenant, external, agent))
         result.sort(key=lambda d: str(d["name"]))
     return result
