@@ -67,7 +67,94 @@ def _tool_choices(names: Iterable[str]) -> list[tuple[str, str]]:
 # --- servers ------------------------------------------------------------------------------------------
 
 
-class ServerForm(DashboardForm):
+class SecretFieldsForm(DashboardForm):
+    """The write-only secrets of a server or of a user's own credentials: an environment (stdio only),
+    headers and an API key. None is ever shown; left empty, a stored value is kept, and a box removes
+    it (offered only when something is stored)."""
+
+    env = forms.CharField(
+        max_length=MAX_SECRET_TEXT,
+        required=False,
+        label="Environment",
+        strip=False,
+        widget=WriteOnlyTextarea(attrs={**MONO, "rows": 3}),
+        help_text="stdio, write-only: NAME=value, one a line.",
+    )
+    clear_env = forms.BooleanField(required=False, label="Remove the stored environment")
+    headers = forms.CharField(
+        max_length=MAX_SECRET_TEXT,
+        required=False,
+        strip=False,
+        widget=WriteOnlyTextarea(attrs={**MONO, "rows": 3}),
+        help_text="Write-only: Name: value, one a line.",
+    )
+    clear_headers = forms.BooleanField(required=False, label="Remove the stored headers")
+    api_key = forms.CharField(
+        max_length=8192,
+        required=False,
+        label="API key",
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only.",
+    )
+    clear_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+
+    SECRETS = (("env", "clear_env"), ("headers", "clear_headers"), ("api_key", "clear_api_key"))
+
+    def describe_stored(self, stored: Any) -> None:
+        """Say in each field which secrets ``stored`` (a server or credentials; None: new) holds, by
+        name only, and offer to remove only what is there."""
+        if stored is None:
+            for _, clear in self.SECRETS:
+                self.fields.pop(clear, None)
+            return
+        names = {
+            "env": ", ".join(sorted(stored.env)),
+            "headers": ", ".join(sorted(stored.headers)),
+            "api_key": "an API key" if stored.api_key else "",
+        }
+        for field, clear in self.SECRETS:
+            if field not in self.fields:
+                continue
+            if names[field]:
+                self.fields[
+                    field
+                ].help_text += f" Stored now: {escape(names[field])} (values hidden); leave empty to keep it."
+            else:
+                del self.fields[clear]
+                self.fields[field].help_text += " Nothing is stored now."
+
+    def clean_env(self) -> dict[str, str] | None:
+        text = self.cleaned_data.get("env") or ""
+        return parse_pairs(text, separator="=", example="NODE_ENV=production") if text.strip() else None
+
+    def clean_headers(self) -> dict[str, str] | None:
+        text = self.cleaned_data.get("headers") or ""
+        return parse_pairs(text, separator=":", example="Authorization: Bearer …") if text.strip() else None
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for field, clear in self.SECRETS:
+            if cleaned.get(clear) and cleaned.get(field):
+                self.add_error(field, "Enter a new value or remove the stored one, not both.")
+        return cleaned
+
+    def secret_changes(self) -> dict[str, Any]:
+        """The secrets to save: a new value, or an empty one to remove what is stored (a field left
+        empty is not in the result: what is stored stays)."""
+        data = self.cleaned_data
+        result: dict[str, Any] = {}
+        for field, clear in self.SECRETS:
+            if field not in self.fields:
+                continue
+            if data.get(field):
+                result[field] = data[field]
+            elif data.get(clear):
+                result[field] = "" if field == "api_key" else {}
+        return result
+
+
+class ServerForm(SecretFieldsForm):
     """A server's registration. The fields of the transport not chosen are cleared on save: a stdio
     server has no URL, an HTTP one no command, arguments or env."""
 
@@ -99,33 +186,6 @@ class ServerForm(DashboardForm):
         widget=forms.TextInput(attrs={**MONO, "data-transport": "sse streamable-http"}),
         help_text="SSE / Streamable HTTP: a public http(s) address.",
     )
-    env = forms.CharField(
-        max_length=MAX_SECRET_TEXT,
-        required=False,
-        label="Environment",
-        strip=False,
-        widget=WriteOnlyTextarea(attrs={**MONO, "rows": 3, "data-transport": "stdio"}),
-        help_text="stdio, write-only: NAME=value, one a line; env:HOME and a few others reference "
-        "Toolgate's own.",
-    )
-    clear_env = forms.BooleanField(required=False, label="Remove the stored environment")
-    headers = forms.CharField(
-        max_length=MAX_SECRET_TEXT,
-        required=False,
-        strip=False,
-        widget=WriteOnlyTextarea(attrs={**MONO, "rows": 3}),
-        help_text="Write-only: Name: value, one a line.",
-    )
-    clear_headers = forms.BooleanField(required=False, label="Remove the stored headers")
-    api_key = forms.CharField(
-        max_length=8192,
-        required=False,
-        label="API key",
-        strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Write-only.",
-    )
-    clear_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
     tool_prefix = forms.CharField(
         max_length=50,
         required=False,
@@ -144,7 +204,19 @@ class ServerForm(DashboardForm):
         help_text="A JSON object of server settings.",
     )
 
-    SECRETS = (("env", "clear_env"), ("headers", "clear_headers"), ("api_key", "clear_api_key"))
+    field_order = [
+        "display_name",
+        "transport",
+        "command",
+        "args",
+        "url",
+        "env",
+        "clear_env",
+        "headers",
+        "clear_headers",
+        "api_key",
+        "clear_api_key",
+    ]
 
     def __init__(
         self,
@@ -159,26 +231,13 @@ class ServerForm(DashboardForm):
         super().__init__(*args, **kwargs)
         self.server = server
         self.shown = shown or {}
-        if server is None:
-            for _, clear in self.SECRETS:
-                del self.fields[clear]
-        else:
-            # Which secrets are stored, by name only (env and header names are not secret; values are).
-            stored = {
-                "env": ", ".join(sorted(server.env)),
-                "headers": ", ".join(sorted(server.headers)),
-                "api_key": "an API key" if server.api_key else "",
-            }
-            for field, clear in self.SECRETS:
-                if not stored[field]:
-                    del self.fields[clear]
-                    self.fields[field].help_text += " Nothing is stored now."
-                else:
-                    self.fields[
-                        field
-                    ].help_text += (
-                        f" Stored now: {escape(stored[field])} (values hidden); leave empty to keep it."
-                    )
+        self.fields[
+            "env"
+        ].help_text = (
+            "stdio, write-only: NAME=value, one a line; env:HOME and a few others reference Toolgate's own."
+        )
+        self.fields["env"].widget.attrs["data-transport"] = "stdio"
+        self.describe_stored(server)
         if "clear_env" in self.fields:
             self.fields["clear_env"].widget.attrs["data-transport"] = "stdio"
 
@@ -198,23 +257,8 @@ class ServerForm(DashboardForm):
     def clean_args(self) -> list[str]:
         return [line for _, line in _lines(self.cleaned_data.get("args") or "")]
 
-    def clean_env(self) -> dict[str, str] | None:
-        text = self.cleaned_data.get("env") or ""
-        return parse_pairs(text, separator="=", example="NODE_ENV=production") if text.strip() else None
-
-    def clean_headers(self) -> dict[str, str] | None:
-        text = self.cleaned_data.get("headers") or ""
-        return parse_pairs(text, separator=":", example="Authorization: Bearer …") if text.strip() else None
-
     def clean_settings(self) -> dict[str, Any]:
         return parse_json_object(self.cleaned_data.get("settings"), example='{"retries": 2}')
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        for field, clear in self.SECRETS:
-            if cleaned.get(clear) and cleaned.get(field):
-                self.add_error(field, "Enter a new value or remove the stored one, not both.")
-        return cleaned
 
     def _kept(self, field: str, value: Any) -> bool:
         """An edited server's command, args or URL left as the form showed it (scrubbed): keep it."""
@@ -238,15 +282,9 @@ class ServerForm(DashboardForm):
         ):
             if not self._kept(field, value):
                 result[field] = value
-        for field, clear in self.SECRETS:
-            empty: Any = "" if field == "api_key" else {}
-            value = data.get(field)
-            if field == "env" and not stdio:
-                result["env"] = {}
-            elif value:
-                result[field] = value
-            elif data.get(clear):
-                result[field] = empty
+        result.update(self.secret_changes())
+        if not stdio:
+            result["env"] = {}
         return result
 
 
@@ -266,92 +304,22 @@ class ServerCreateForm(ServerForm):
         return {**super().changes(), "enabled": self.cleaned_data["enabled"]}
 
 
-class CredentialForm(DashboardForm):
+class CredentialForm(SecretFieldsForm):
     """A user's own credentials for a server (write-only): their calls then use a connection of their
-    own, opened with these over the server's. Left empty, a stored value is kept."""
+    own, opened with these over the server's."""
 
     user_id = forms.CharField(max_length=255, label="User id", widget=forms.TextInput(attrs=MONO))
-    api_key = forms.CharField(
-        max_length=8192,
-        required=False,
-        label="API key",
-        strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Write-only.",
-    )
-    clear_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
-    headers = forms.CharField(
-        max_length=MAX_SECRET_TEXT,
-        required=False,
-        strip=False,
-        widget=WriteOnlyTextarea(attrs={**MONO, "rows": 3}),
-        help_text="Write-only: Name: value, one a line.",
-    )
-    clear_headers = forms.BooleanField(required=False, label="Remove the stored headers")
-    env = forms.CharField(
-        max_length=MAX_SECRET_TEXT,
-        required=False,
-        label="Environment",
-        strip=False,
-        widget=WriteOnlyTextarea(attrs={**MONO, "rows": 3}),
-        help_text="stdio servers, write-only: NAME=value, one a line.",
-    )
-    clear_env = forms.BooleanField(required=False, label="Remove the stored environment")
 
-    SECRETS = (("api_key", "clear_api_key"), ("headers", "clear_headers"), ("env", "clear_env"))
+    field_order = ["user_id", "api_key", "clear_api_key", "headers", "clear_headers", "env", "clear_env"]
 
     def __init__(self, *args: Any, server: MCPServer, stored: Any = None, **kwargs: Any) -> None:
         """``stored``: the credentials being changed (None: new ones, for a user id to enter)."""
         super().__init__(*args, **kwargs)
         if server.transport != MCPServer.Transport.STDIO:
             del self.fields["env"], self.fields["clear_env"]
-        if stored is None:
-            for _, clear in self.SECRETS:
-                self.fields.pop(clear, None)
-            return
-        del self.fields["user_id"]
-        names = {
-            "api_key": "an API key" if stored.api_key else "",
-            "headers": ", ".join(sorted(stored.headers)),
-            "env": ", ".join(sorted(stored.env)),
-        }
-        for field, clear in self.SECRETS:
-            if field not in self.fields:
-                continue
-            if names[field]:
-                self.fields[
-                    field
-                ].help_text += f" Stored now: {escape(names[field])} (values hidden); leave empty to keep it."
-            else:
-                del self.fields[clear]
-
-    def clean_env(self) -> dict[str, str] | None:
-        text = self.cleaned_data.get("env") or ""
-        return parse_pairs(text, separator="=", example="GITHUB_TOKEN=…") if text.strip() else None
-
-    def clean_headers(self) -> dict[str, str] | None:
-        text = self.cleaned_data.get("headers") or ""
-        return parse_pairs(text, separator=":", example="Authorization: Bearer …") if text.strip() else None
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        for field, clear in self.SECRETS:
-            if cleaned.get(clear) and cleaned.get(field):
-                self.add_error(field, "Enter a new value or remove the stored one, not both.")
-        return cleaned
-
-    def changes(self) -> dict[str, Any]:
-        """``api_key`` / ``headers`` / ``env`` as ``credential_set`` takes them (None keeps a value)."""
-        data = self.cleaned_data
-        result: dict[str, Any] = {}
-        for field, clear in self.SECRETS:
-            if field not in self.fields:
-                continue
-            if data.get(field):
-                result[field] = data[field]
-            elif data.get(clear):
-                result[field] = "" if field == "api_key" else {}
-        return result
+        if stored is not None:
+            del self.fields["user_id"]
+        self.describe_stored(stored)
 
 
 # --- grants and requests ------------------------------------------------------------------------------
@@ -438,6 +406,15 @@ class GrantForm(ToolPickerForm):
     def deny(self) -> list[str]:
         data = self.cleaned_data
         return sorted({*data.get("tool_deny", []), *data.get("extra_deny", [])})
+
+    def values(self) -> dict[str, Any]:
+        """The grant's fields as ``agent_grant_set`` / ``user_grant_set`` take them."""
+        return {
+            "enabled": self.cleaned_data["enabled"],
+            "tool_allow": self.allow(),
+            "tool_deny": self.deny(),
+            "config_overrides": self.cleaned_data["config_overrides"],
+        }
 
     @staticmethod
     def initial_for(grant: Any) -> dict[str, Any]:

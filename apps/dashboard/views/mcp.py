@@ -257,7 +257,7 @@ def credential_edit(request: DashboardRequest, id: uuid.UUID, user_id: str | Non
     if request.method == "POST" and form.is_valid():
         who = user_id if user_id is not None else form.cleaned_data["user_id"]
         try:
-            services.credential_set(actor=request.actor, server=server, user_id=who, **form.changes())
+            services.credential_set(actor=request.actor, server=server, user_id=who, **form.secret_changes())
         except ServiceError as exc:
             add_service_error(form, exc)
         else:
@@ -364,16 +364,7 @@ def grant_create(request: DashboardRequest, id: uuid.UUID, kind: str) -> HttpRes
                 target = None
         if target is not None:
             try:
-                grant = _set_grant(
-                    request,
-                    server,
-                    kind,
-                    target,
-                    enabled=form.cleaned_data["enabled"],
-                    tool_allow=form.allow(),
-                    tool_deny=form.deny(),
-                    config_overrides=form.cleaned_data["config_overrides"],
-                )
+                grant = _set_grant(request, server, kind, target, **form.values())
             except ServiceError as exc:
                 add_service_error(form, exc)
             else:
@@ -398,16 +389,7 @@ def grant_edit(request: DashboardRequest, id: uuid.UUID, kind: str, grant_id: uu
     if request.method == "POST" and form.is_valid():
         target = grant.agent if isinstance(grant, AgentGrant) else grant.user_id
         try:
-            _set_grant(
-                request,
-                server,
-                kind,
-                target,
-                enabled=form.cleaned_data["enabled"],
-                tool_allow=form.allow(),
-                tool_deny=form.deny(),
-                config_overrides=form.cleaned_data["config_overrides"],
-            )
+            _set_grant(request, server, kind, target, **form.values())
         except ServiceError as exc:
             add_service_error(form, exc)
         else:
