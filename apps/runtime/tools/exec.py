@@ -1,11 +1,15 @@
 """The ``exec`` tool: run one shell command in the call's workspace (seed 000 §4, SPEC B §5.3).
 
+A command whose first word is a credentialed CLI this agent reaches (``apps.secure_cli``) takes the
+credentialed path instead: no shell, its own checks, credentials injected and scrubbed.
+
 This is the documented exception to "no shell": the command goes to ``/bin/sh -c`` only after
 
 1. the unconditional safeguard (:mod:`apps.runtime.safeguard`): always, whatever the settings;
 2. the configurable deny groups (:mod:`apps.runtime.shell_deny`) with the effective
    ``tools.exec.deny_groups`` overrides (agent over tenant); ``package_install`` is skipped for a call
-   whose approval covered it (``CallContext.approved_deny_groups``).
+   whose approval covered it (``CallContext.approved_deny_groups``);
+3. the secure-CLI gate: no program of the command may be a restricted CLI the agent is not granted.
 
 and then runs with:
 
@@ -30,7 +34,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -52,6 +56,7 @@ _READ_CHUNK = 64 * 1024
 _DRAIN_AFTER_EXIT_SECONDS = 0.5
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+TIMEOUT_HINT = "run shorter steps, or pass a larger timeout (at most 300)"
 # The one deny group an exec approval can lift (SPEC B §6.2: package installs go to approval).
 APPROVABLE_DENY_GROUP = "package_install"
 
@@ -193,12 +198,19 @@ def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeout: flo
     """Run ``command`` with ``/bin/sh -c`` and collect its output within the limits (see module doc).
 
     The caller must already have passed the command through the safeguard and the deny groups."""
-    started = time.monotonic()
-    deadline = started + timeout
     # The documented, checked `sh -c` (STYLE "Don't" 7): an argv list, no shell=True; the command was
     # vetted by the safeguard and the deny groups before this point.
+    return run_process([SHELL, "-c", command], cwd=cwd, env=env, timeout=timeout)
+
+
+def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float) -> RunOutcome:
+    """Run the program ``argv`` names (no shell) in its own session and process group, stdin closed,
+    each output stream kept up to 1 MiB, the whole group killed at the timeout or when leftovers
+    outlive it."""
+    started = time.monotonic()
+    deadline = started + timeout
     process = subprocess.Popen(
-        [SHELL, "-c", command],
+        list(argv),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -284,7 +296,8 @@ def _resolve_cwd(ctx: CallContext, requested: Any) -> Path | str:
     return resolved
 
 
-def _format(outcome: RunOutcome, timeout: int) -> str:
+def format_outcome(outcome: RunOutcome, timeout: int, *, timeout_hint: str = TIMEOUT_HINT) -> str:
+    """The text a model reads: stdout, stderr, truncation notes, and the exit code or the timeout."""
     parts: list[str] = []
     stdout, stderr = outcome.stdout.text(), outcome.stderr.text()
     if stdout:
@@ -297,8 +310,7 @@ def _format(outcome: RunOutcome, timeout: int) -> str:
         parts.append("[stderr truncated at 1MB]")
     if outcome.timed_out:
         parts.append(
-            f"[command timed out after {timeout}s and was killed with all its processes; "
-            "run shorter steps, or pass a larger timeout (at most 300)]"
+            f"[command timed out after {timeout}s and was killed with all its processes; {timeout_hint}]"
         )
     else:
         parts.append(f"[exit code: {outcome.exit_code}]")
@@ -322,6 +334,14 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         return ToolResult.error(cwd)
     workspace = real_workspace(ctx.workspace)
 
+    # 0. Credentialed routing first: a registered CLI this agent reaches runs without a shell, with its
+    # credentials (apps.secure_cli.execution); the same lookup gives the gate's verdict for the shell.
+    from apps.secure_cli import execution
+
+    plan = execution.plan(ctx, normalised)
+    if plan.route is not None:
+        return execution.run_credentialed(ctx, normalised, plan.route, cwd)
+
     # 1. Safeguard: unconditional; no setting, approval or deny-group override reaches past it.
     blocked = safeguard.check_shell(command, workspace=workspace, cwd=cwd)
     if blocked is not None:
@@ -339,13 +359,18 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     if denial is not None:
         return ToolResult.error(denial.message, rule="deny_group", group=denial.group)
 
+    # 3. The secure-CLI gate: a restricted CLI this agent is not granted is not reachable through the
+    # shell either (sh -c, env, nohup, timeout … up to 3 deep); an unreadable registry refuses all.
+    if plan.refusal is not None:
+        return ToolResult.error(plan.refusal, rule="secure_cli_gate")
+
     timeout = effective_timeout(args.get("timeout"), settings)
     try:
         outcome = run_command(normalised, cwd=cwd, env=minimal_env(workspace), timeout=timeout)
     except OSError as error:
         return ToolResult.error(f"could not start the command: {error.strerror or error}.")
 
-    text = _format(outcome, timeout)
+    text = format_outcome(outcome, timeout)
     data: dict[str, Any] = {
         "exit_code": outcome.exit_code,
         "timed_out": outcome.timed_out,

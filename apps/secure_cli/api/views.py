@@ -1,0 +1,190 @@
+"""The credentialed CLIs API: binaries, the presets they can start from, agent grants, users' own
+credentials and the administrators' test run.
+
+Binaries and presets are read by viewers (never a secret: variable names only); everything else, and
+every write, needs an administrator. Every route under ``secure-cli/<id>/`` resolves the binary inside
+the caller's tenant first, so another tenant's is 404 whatever the method. Every write goes through
+``apps.secure_cli.services`` (audited, published on the ``secure_cli`` topic).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.secure_cli import selectors, services
+from apps.secure_cli.api import serializers as s
+from apps.secure_cli.models import SecureCLIAgentGrant, SecureCLIBinary, SecureCLIUserCredential
+from apps.secure_cli.presets import PRESETS
+from apps.tenants.access import access_agent
+from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet
+from apps.tenants.roles import Role
+
+
+def _body(serializer: type[StrictSerializer], request: Request) -> dict[str, Any]:
+    data = serializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    return dict(data.validated_data)
+
+
+class BinaryViewSet(TenantScopedViewSet):
+    """Credentialed CLIs of the tenant. Viewers read; admins register (``binary_name``, or ``preset``
+    with the template's credentials in ``env``), change any field (``env`` replaces the environment)
+    and delete. 400 with every problem by field; a name in use is 409."""
+
+    model = SecureCLIBinary
+    serializer_class = s.BinaryOutput
+
+    def scope_queryset(self, queryset: Any) -> Any:
+        return queryset.order_by("binary_name", "id")
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(s.BinaryOutput(page, many=True).data)
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(s.BinaryOutput(selectors.access_binary(actor=self.actor, id=pk)).data)
+
+    @extend_schema(request=s.BinaryCreateInput, responses={201: s.BinaryOutput})
+    def create(self, request: Request) -> Response:
+        data = _body(s.BinaryCreateInput, request)
+        binary = services.binary_create(actor=self.actor, **data)
+        return Response(s.BinaryOutput(binary).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.BinaryFieldsInput, responses={200: s.BinaryOutput})
+    def partial_update(self, request: Request, pk: str) -> Response:
+        binary = selectors.access_binary(actor=self.actor, id=pk)
+        data = _body(s.BinaryFieldsInput, request)
+        binary = services.binary_update(actor=self.actor, binary=binary, **data)
+        return Response(s.BinaryOutput(binary).data)
+
+    @extend_schema(request=None, responses={204: None})
+    def destroy(self, request: Request, pk: str) -> Response:
+        binary = selectors.access_binary(actor=self.actor, id=pk)
+        services.binary_delete(actor=self.actor, binary=binary)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PresetViewSet(TenantScopedViewSet):
+    """The one-click templates (viewers): gh, gcloud, aws, kubectl, terraform with their credential
+    variables, deny lists, timeout and tips. ``POST /secure-cli/`` with ``preset`` uses one."""
+
+    model = SecureCLIBinary
+    pagination_class = None
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def list(self, request: Request) -> Response:
+        return Response([preset.as_dict() for preset in PRESETS.values()])
+
+
+class BinaryScopedViewSet(TenantScopedViewSet):
+    """A view of one binary's objects (admins): the binary is resolved in the caller's tenant after the
+    role check and before anything else."""
+
+    binary: SecureCLIBinary
+    read_role = Role.ADMIN
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        self.binary = selectors.access_binary(actor=self.actor, id=kwargs["pk"])
+
+    def scope_queryset(self, queryset: Any) -> Any:
+        if getattr(self, "binary", None) is None:
+            return queryset.none()
+        return queryset.filter(binary_id=self.binary.pk)
+
+
+class GrantViewSet(BinaryScopedViewSet):
+    """Agents' grants of a binary (admins). A restricted binary (``is_global: false``) is reached only
+    by agents with an enabled grant; a disabled grant also keeps an agent from a global one. PUT
+    creates (201) or replaces (200) the whole grant: ``enabled`` and the overrides ``deny_args``,
+    ``deny_verbose``, ``timeout_seconds``, ``tips`` (null: the binary's) and ``env`` (write-only; left
+    out: kept). DELETE removes it."""
+
+    model = SecureCLIAgentGrant
+    serializer_class = s.GrantOutput
+    pagination_class = None
+
+    def scope_queryset(self, queryset: Any) -> Any:
+        return super().scope_queryset(queryset).select_related("binary", "agent").order_by("agent__key")
+
+    def list(self, request: Request, pk: str) -> Response:
+        return Response(s.GrantOutput(self.get_queryset(), many=True).data)
+
+    def retrieve(self, request: Request, pk: str, key: str) -> Response:
+        grant = selectors.access_grant(actor=self.actor, binary=self.binary, agent_key=key)
+        return Response(s.GrantOutput(grant).data)
+
+    @extend_schema(request=s.GrantInput, responses={200: s.GrantOutput, 201: s.GrantOutput})
+    def update(self, request: Request, pk: str, key: str) -> Response:
+        agent = access_agent(actor=self.actor, key=key)
+        data = _body(s.GrantInput, request)
+        grant, created = services.grant_set(actor=self.actor, binary=self.binary, agent=agent, **data)
+        grant = selectors.access_grant(actor=self.actor, binary=self.binary, agent_key=agent.key)
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(s.GrantOutput(grant).data, status=code)
+
+    @extend_schema(request=None, responses={204: None})
+    def destroy(self, request: Request, pk: str, key: str) -> Response:
+        grant = selectors.access_grant(actor=self.actor, binary=self.binary, agent_key=key)
+        services.grant_delete(actor=self.actor, grant=grant)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CredentialViewSet(BinaryScopedViewSet):
+    """Users' own credentials for a binary (admins), write-only: answers list the variable names, never
+    their values. PUT sets one user's ``env`` (201 when new, 200 otherwise); on that user's calls it
+    overrides the binary's and the grant's variables. DELETE removes it."""
+
+    model = SecureCLIUserCredential
+    serializer_class = s.CredentialOutput
+
+    def scope_queryset(self, queryset: Any) -> Any:
+        return super().scope_queryset(queryset).select_related("binary").order_by("user_id", "id")
+
+    def list(self, request: Request, pk: str) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(s.CredentialOutput(page, many=True).data)
+
+    @extend_schema(request=s.CredentialInput, responses={200: s.CredentialOutput, 201: s.CredentialOutput})
+    def update(self, request: Request, pk: str, user_id: str) -> Response:
+        data = _body(s.CredentialInput, request)
+        credential, created = services.credential_set(
+            actor=self.actor, binary=self.binary, user_id=user_id, env=data["env"]
+        )
+        credential = selectors.access_credential(actor=self.actor, binary=self.binary, user_id=user_id)
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(s.CredentialOutput(credential).data, status=code)
+
+    @extend_schema(request=None, responses={204: None})
+    def destroy(self, request: Request, pk: str, user_id: str) -> Response:
+        credential = selectors.access_credential(actor=self.actor, binary=self.binary, user_id=user_id)
+        services.credential_delete(actor=self.actor, credential=credential)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class BinaryTestViewSet(BinaryScopedViewSet):
+    """Run the binary with sample ``args`` as ``agent`` (acting for ``user_id``) would through ``exec``
+    (admins): the same lookup, checks and direct execution. Answers the output and the command with
+    every credential masked, and each decision taken (``decision``: step, outcome, detail). A refused
+    or failing run is 200 with ``ok: false``: the request itself succeeded. Audited."""
+
+    model = SecureCLIBinary
+
+    @extend_schema(request=s.TestInput, responses={200: s.TestOutput})
+    def test(self, request: Request, pk: str) -> Response:
+        data = _body(s.TestInput, request)
+        agent = access_agent(actor=self.actor, key=data["agent"])
+        result = services.binary_test(
+            actor=self.actor,
+            binary=self.binary,
+            agent=agent,
+            args=data.get("args", []),
+            user_id=data["user_id"],
+        )
+        return Response(result)
