@@ -56,7 +56,7 @@ def _text(**kwargs: Any) -> serializers.CharField:
     return serializers.CharField(allow_blank=True, trim_whitespace=False, **kwargs)
 
 
-class BinaryFieldsInput(StrictSerializer):
+class SecureCLIBinaryFieldsInput(StrictSerializer):
     binary_name = serializers.CharField(required=False, trim_whitespace=False)
     binary_path = _text(required=False, help_text="absolute path; empty: found on the safe PATH")
     description = _text(required=False)
@@ -69,11 +69,11 @@ class BinaryFieldsInput(StrictSerializer):
     enabled = FlagField(required=False)
 
 
-class BinaryCreateInput(BinaryFieldsInput):
+class SecureCLIBinaryCreateInput(SecureCLIBinaryFieldsInput):
     preset = serializers.CharField(required=False, help_text="gh, gcloud, aws, kubectl or terraform")
 
 
-class BinaryOutput(serializers.Serializer):  # type: ignore[type-arg]
+class SecureCLIBinaryOutput(serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.UUIDField()
     binary_name = serializers.CharField()
     binary_path = serializers.CharField()
@@ -98,7 +98,7 @@ class BinaryOutput(serializers.Serializer):  # type: ignore[type-arg]
         }
 
 
-class GrantInput(StrictSerializer):
+class SecureCLIGrantInput(StrictSerializer):
     """The whole grant: overrides left out or null use the binary's settings; ``env`` left out keeps
     the grant's own environment."""
 
@@ -110,7 +110,7 @@ class GrantInput(StrictSerializer):
     env = EnvField(required=False, write_only=True, help_text="write-only; replaces the grant's environment")
 
 
-class GrantOutput(serializers.Serializer):  # type: ignore[type-arg]
+class SecureCLIGrantOutput(serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.UUIDField()
     binary = serializers.CharField()
     binary_id = serializers.UUIDField()
@@ -127,11 +127,11 @@ class GrantOutput(serializers.Serializer):  # type: ignore[type-arg]
         return services.grant_data(instance)
 
 
-class CredentialInput(StrictSerializer):
+class SecureCLICredentialInput(StrictSerializer):
     env = EnvField(write_only=True, help_text="write-only; the user's own variables")
 
 
-class CredentialOutput(serializers.Serializer):  # type: ignore[type-arg]
+class SecureCLICredentialOutput(serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.UUIDField()
     binary = serializers.CharField()
     binary_id = serializers.UUIDField()
@@ -143,13 +143,13 @@ class CredentialOutput(serializers.Serializer):  # type: ignore[type-arg]
         return services.credential_data(instance)
 
 
-class TestInput(StrictSerializer):
+class SecureCLITestInput(StrictSerializer):
     agent = serializers.CharField(help_text="the agent key to run as")
     args = StringListField(required=False, help_text="sample arguments")
     user_id = serializers.CharField(required=False, default="", allow_blank=True)
 
 
-class TestOutput(serializers.Serializer):  # type: ignore[type-arg]
+class SecureCLITestOutput(serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.UUIDField()
     binary_name = serializers.CharField()
     agent = serializers.CharField()

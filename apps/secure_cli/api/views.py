@@ -38,30 +38,30 @@ class BinaryViewSet(TenantScopedViewSet):
     and delete. 400 with every problem by field; a name in use is 409."""
 
     model = SecureCLIBinary
-    serializer_class = s.BinaryOutput
+    serializer_class = s.SecureCLIBinaryOutput
 
     def scope_queryset(self, queryset: Any) -> Any:
         return queryset.order_by("binary_name", "id")
 
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(s.BinaryOutput(page, many=True).data)
+        return self.get_paginated_response(s.SecureCLIBinaryOutput(page, many=True).data)
 
     def retrieve(self, request: Request, pk: str) -> Response:
-        return Response(s.BinaryOutput(selectors.access_binary(actor=self.actor, id=pk)).data)
+        return Response(s.SecureCLIBinaryOutput(selectors.access_binary(actor=self.actor, id=pk)).data)
 
-    @extend_schema(request=s.BinaryCreateInput, responses={201: s.BinaryOutput})
+    @extend_schema(request=s.SecureCLIBinaryCreateInput, responses={201: s.SecureCLIBinaryOutput})
     def create(self, request: Request) -> Response:
-        data = _body(s.BinaryCreateInput, request)
+        data = _body(s.SecureCLIBinaryCreateInput, request)
         binary = services.binary_create(actor=self.actor, **data)
-        return Response(s.BinaryOutput(binary).data, status=status.HTTP_201_CREATED)
+        return Response(s.SecureCLIBinaryOutput(binary).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=s.BinaryFieldsInput, responses={200: s.BinaryOutput})
+    @extend_schema(request=s.SecureCLIBinaryFieldsInput, responses={200: s.SecureCLIBinaryOutput})
     def partial_update(self, request: Request, pk: str) -> Response:
         binary = selectors.access_binary(actor=self.actor, id=pk)
-        data = _body(s.BinaryFieldsInput, request)
+        data = _body(s.SecureCLIBinaryFieldsInput, request)
         binary = services.binary_update(actor=self.actor, binary=binary, **data)
-        return Response(s.BinaryOutput(binary).data)
+        return Response(s.SecureCLIBinaryOutput(binary).data)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, pk: str) -> Response:
@@ -107,27 +107,29 @@ class GrantViewSet(BinaryScopedViewSet):
     out: kept). DELETE removes it."""
 
     model = SecureCLIAgentGrant
-    serializer_class = s.GrantOutput
+    serializer_class = s.SecureCLIGrantOutput
     pagination_class = None
 
     def scope_queryset(self, queryset: Any) -> Any:
         return super().scope_queryset(queryset).select_related("binary", "agent").order_by("agent__key")
 
     def list(self, request: Request, pk: str) -> Response:
-        return Response(s.GrantOutput(self.get_queryset(), many=True).data)
+        return Response(s.SecureCLIGrantOutput(self.get_queryset(), many=True).data)
 
     def retrieve(self, request: Request, pk: str, key: str) -> Response:
         grant = selectors.access_grant(actor=self.actor, binary=self.binary, agent_key=key)
-        return Response(s.GrantOutput(grant).data)
+        return Response(s.SecureCLIGrantOutput(grant).data)
 
-    @extend_schema(request=s.GrantInput, responses={200: s.GrantOutput, 201: s.GrantOutput})
+    @extend_schema(
+        request=s.SecureCLIGrantInput, responses={200: s.SecureCLIGrantOutput, 201: s.SecureCLIGrantOutput}
+    )
     def update(self, request: Request, pk: str, key: str) -> Response:
         agent = access_agent(actor=self.actor, key=key)
-        data = _body(s.GrantInput, request)
+        data = _body(s.SecureCLIGrantInput, request)
         grant, created = services.grant_set(actor=self.actor, binary=self.binary, agent=agent, **data)
         grant = selectors.access_grant(actor=self.actor, binary=self.binary, agent_key=agent.key)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        return Response(s.GrantOutput(grant).data, status=code)
+        return Response(s.SecureCLIGrantOutput(grant).data, status=code)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, pk: str, key: str) -> Response:
@@ -142,24 +144,27 @@ class CredentialViewSet(BinaryScopedViewSet):
     overrides the binary's and the grant's variables. DELETE removes it."""
 
     model = SecureCLIUserCredential
-    serializer_class = s.CredentialOutput
+    serializer_class = s.SecureCLICredentialOutput
 
     def scope_queryset(self, queryset: Any) -> Any:
         return super().scope_queryset(queryset).select_related("binary").order_by("user_id", "id")
 
     def list(self, request: Request, pk: str) -> Response:
         page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(s.CredentialOutput(page, many=True).data)
+        return self.get_paginated_response(s.SecureCLICredentialOutput(page, many=True).data)
 
-    @extend_schema(request=s.CredentialInput, responses={200: s.CredentialOutput, 201: s.CredentialOutput})
+    @extend_schema(
+        request=s.SecureCLICredentialInput,
+        responses={200: s.SecureCLICredentialOutput, 201: s.SecureCLICredentialOutput},
+    )
     def update(self, request: Request, pk: str, user_id: str) -> Response:
-        data = _body(s.CredentialInput, request)
+        data = _body(s.SecureCLICredentialInput, request)
         credential, created = services.credential_set(
             actor=self.actor, binary=self.binary, user_id=user_id, env=data["env"]
         )
         credential = selectors.access_credential(actor=self.actor, binary=self.binary, user_id=user_id)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        return Response(s.CredentialOutput(credential).data, status=code)
+        return Response(s.SecureCLICredentialOutput(credential).data, status=code)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, pk: str, user_id: str) -> Response:
@@ -176,9 +181,9 @@ class BinaryTestViewSet(BinaryScopedViewSet):
 
     model = SecureCLIBinary
 
-    @extend_schema(request=s.TestInput, responses={200: s.TestOutput})
+    @extend_schema(request=s.SecureCLITestInput, responses={200: s.SecureCLITestOutput})
     def test(self, request: Request, pk: str) -> Response:
-        data = _body(s.TestInput, request)
+        data = _body(s.SecureCLITestInput, request)
         agent = access_agent(actor=self.actor, key=data["agent"])
         result = services.binary_test(
             actor=self.actor,
