@@ -5,3 +5,11 @@ class CustomToolsConfig(AppConfig):
     name = "apps.custom_tools"
     label = "custom_tools"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from apps.custom_tools.provider import CustomToolProvider, custom_source
+        from apps.policy.universe import register_source
+        from apps.runtime import providers
+
+        register_source(custom_source)
+        providers.register(CustomToolProvider())
