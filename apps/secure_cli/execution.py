@@ -246,9 +246,11 @@ def run_credentialed(
             credentialed=name,
         )
     trace.add("operators", "passed", "none outside quotes")
+    # No shell will run: quoted "$(…)" and backticks are plain text in an argument. The first command
+    # the reader finds is the top-level one (substitutions come after it).
     parsed = shell_parse.parse(command)
-    top = [c for c in parsed.commands if c.depth == 0]
-    if len(parsed.segments) != 1 or len(top) != 1 or top[0].redirects or not top[0].argv:
+    top = parsed.commands[:1]
+    if len(parsed.segments) != 1 or not top or top[0].redirects or not top[0].argv:
         trace.add("parse", "refused", "not one simple command")
         return ToolResult.error(
             f"{PREFIX} Could not read the command as one program with arguments. Run {name} alone.",
