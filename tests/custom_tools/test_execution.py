@@ -378,3 +378,76 @@ def test_output_is_capped(admin_a, member_a, agent):
     assert answer["is_error"] is False
     assert answer["for_llm"].endswith("[output truncated at 1MB]")
     assert len(answer["for_llm"]) < 1024 * 1024 + 100
+
+
+SEED_DNS_LOOKUP = {  # seed 000 §11, verbatim
+    "name": "dns_lookup",
+    "description": "Look up DNS records for a domain",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "domain": {"type": "string", "description": "Domain name"},
+            "record_type": {"type": "string", "enum": ["A", "AAAA", "MX", "CNAME", "TXT"]},
+        },
+        "required": ["domain"],
+    },
+    "command": "dig +short {{.record_type}} {{.domain}}",
+    "timeout_seconds": 10,
+    "enabled": True,
+}
+
+# A small local resolver answering `dig +short [TYPE] NAME` from the system's (getent), for machines
+# without dig.
+LOCAL_DIG = """#!/bin/sh
+shift
+if [ $# -eq 2 ]; then type=$1; shift; else type=A; fi
+case "$type" in
+  ''|A) getent ahostsv4 "$1" ;;
+  AAAA) getent ahostsv6 "$1" ;;
+  *) echo "no $type records here" >&2; exit 1 ;;
+esac | awk '{print $1}' | sort -u
+"""
+
+
+def test_the_seeds_own_dns_lookup_is_accepted_and_runs_once_its_deny_group_is_lifted(
+    admin_a, member_a, agent, workspace
+):
+    created = create(admin_a, SEED_DNS_LOOKUP)
+    assert created["parameters"] == SEED_DNS_LOOKUP["parameters"]
+    # dig is in exec's data_exfiltration group, which holds for the rendered command too.
+    refused = execute(member_a, "bot", "dns_lookup", {"domain": "localhost", "record_type": "A"})
+    assert refused["is_error"] is True
+    assert "deny group data_exfiltration" in refused["for_llm"]
+
+    (workspace / "bin").mkdir()
+    (workspace / "bin" / "dig").write_text(LOCAL_DIG)
+    (workspace / "bin" / "dig").chmod(0o700)
+    ok(
+        admin_a.patch(
+            f"{TOOLS}{created['id']}/",
+            {"env": {"PATH": f"{workspace.resolve()}/bin:/usr/bin:/bin"}},
+            format="json",
+        )
+    )
+    ok(
+        admin_a.put(
+            "/api/v1/policy/agents/bot/",
+            {"document": {"shellDenyGroups": {"data_exfiltration": False}}},
+            format="json",
+        )
+    )
+
+    answer = execute(member_a, "bot", "dns_lookup", {"domain": "localhost", "record_type": "A"})
+    assert answer["is_error"] is False, answer
+    assert answer["for_llm"] == "127.0.0.1"
+    assert execute(member_a, "bot", "dns_lookup", {"domain": "localhost"})["for_llm"] == "127.0.0.1"
+    wrong = execute(member_a, "bot", "dns_lookup", {"domain": "localhost", "record_type": "SOA"})
+    assert wrong["is_error"] is True
+    assert "'SOA' is not one of ['A', 'AAAA', 'MX', 'CNAME', 'TXT']" in wrong["for_llm"]
+
+
+def test_env_values_are_masked_even_where_the_tenant_turned_scrubbing_off(admin_a, member_a, agent):
+    ok(admin_a.put("/api/v1/policy/tenant/", {"document": {"scrub_credentials": False}}, format="json"))
+    create(admin_a, {"name": "leak", "command": 'echo "$API_TOKEN"', "env": {"API_TOKEN": SECRET}})
+    answer = execute(member_a, "bot", "leak")
+    assert answer["for_llm"] == "[REDACTED]"
