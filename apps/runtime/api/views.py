@@ -167,6 +167,13 @@ class AgentToolsView(TenantViewMixin, APIView):
             style=params["style"],
             include_unavailable=params["include_unavailable"],
         )
+        # TOOLS.md-style guidance on the credentialed CLIs this agent reaches through exec.
+        names = {str(d["name"]) for d in definitions}
+        guidance = ""
+        if names & {"exec", "shell"}:
+            from apps.secure_cli.selectors import guidance as cli_guidance
+
+            guidance = cli_guidance(tenant=self.actor.tenant, agent=agent)
         return Response(
             {
                 "agent": agent.key,
@@ -174,6 +181,7 @@ class AgentToolsView(TenantViewMixin, APIView):
                 "format": params["format"],
                 "count": len(definitions),
                 "tools": presentation.render(definitions, params["format"]),
+                "guidance": guidance,
             }
         )
 
