@@ -205,7 +205,8 @@ def custom_tool_update(*, actor: Actor, tool: CustomTool, **changes: Any) -> Cus
         setattr(current, key, after[key])
     current.env = after["env"]
     current.agent = agent
-    _save(current)
+    columns = {"env": "env_encrypted"}
+    _save(current, update_fields=[*(columns.get(key, key) for key in changed), "updated_at"])
     config_changed(actor.tenant)
     data = tool_data(current)
     data["changed"] = changed

@@ -24,6 +24,7 @@ MAX_DESCRIPTION = 4000
 MAX_COMMAND = 8192
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_PROPERTIES = 64
+MAX_SCHEMA_DEPTH = 32
 MAX_WORKING_DIR = 1024
 MAX_ENV_VARS = 64
 MAX_ENV_VALUE = 16 * 1024
@@ -72,9 +73,23 @@ def _refs(value: Any) -> list[str]:
     return found
 
 
+def _depth(value: Any) -> int:
+    """How deeply objects and arrays nest in ``value`` (without recursion: any input is safe)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            stack.extend((inner, level + 1) for inner in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def _check_parameters(value: Any) -> list[str]:
     if not isinstance(value, dict):
         return ['must be a JSON Schema object, e.g. {"type": "object", "properties": {...}}.']
+    if _depth(value) > MAX_SCHEMA_DEPTH:
+        return [f"nests objects and arrays more than {MAX_SCHEMA_DEPTH} levels deep."]
     if len(json.dumps(value)) > MAX_SCHEMA_BYTES:
         return [f"at most {MAX_SCHEMA_BYTES} bytes of JSON."]
     if value.get("type") != "object":

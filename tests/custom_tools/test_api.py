@@ -47,6 +47,13 @@ def published(tenant_a: Tenant):  # type: ignore[no-untyped-def]
     return read
 
 
+def _nested(depth: int) -> dict[str, Any]:
+    inner: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        inner = {"type": "array", "items": inner}
+    return inner
+
+
 def audit(tenant: Tenant) -> list[AuditEvent]:
     return list(
         AuditEvent.objects.for_tenant(tenant).filter(verb__startswith="custom_tool.").order_by("created_at")
@@ -222,6 +229,11 @@ def test_deleting_an_agent_deletes_its_own_tools(admin_a, tenant_a, agent):
             {"parameters": {"type": "object", "description": "x" * 70000}},
             "parameters",
             "at most 65536 bytes",
+        ),
+        (
+            {"parameters": {"type": "object", "properties": {"a": _nested(200)}}},
+            "parameters",
+            "more than 32 levels deep",
         ),
         ({"working_dir": "/etc"}, "working_dir", "relative"),
         ({"working_dir": "~/x"}, "working_dir", "relative"),
