@@ -195,6 +195,16 @@ def plan(ctx: CallContext, command: str, trace: Trace | None = None) -> Plan:
     return Plan()
 
 
+def routes_credentialed(ctx: CallContext, command: str) -> bool:
+    """Whether ``exec`` would take the credentialed path for ``command`` (False when the registry
+    cannot be read: the tool then refuses the command itself)."""
+    try:
+        normalised = shell_parse.normalize(command)
+    except shell_parse.NulByteError:
+        return False
+    return plan(ctx, normalised).route is not None
+
+
 def _resolve_program(route: ResolvedCLI, word: str, cwd: Path) -> tuple[str, str] | str:
     """(the path to run, its real path), or why the program cannot be trusted to be the registered one."""
     name = route.name
