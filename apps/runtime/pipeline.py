@@ -481,6 +481,13 @@ def _approval(call: _Call) -> Verdict | None:
             )
         return None
     assert call.ctx is not None
+    if call.policy.exec_security != "deny":
+        from apps.secure_cli.execution import routes_credentialed
+
+        # A credentialed CLI runs without a shell under its own checks (SPEC B §5.3: routed before the
+        # deny groups and the approval), so its quoted arguments ("pip install …") ask no one.
+        if routes_credentialed(call.ctx, command):
+            return None
     cwd = _resolve_cwd(call.ctx, call.args.get("cwd"))
     return approvals.check(
         call.policy,
