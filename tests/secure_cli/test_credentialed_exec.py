@@ -275,3 +275,33 @@ def test_a_disabled_binary_or_grant_is_not_credentialed(member_a, gh, agent, wor
     services.binary_update(actor=system, binary=gh, enabled=False)
     run(member_a, "gh api")
     assert not ran(workspace)
+
+
+def _exec_approval(tenant: Tenant, **values: str) -> None:
+    from apps.policy import services as policy_services
+
+    target = policy_services.target("tenant")
+    saved = policy_services.current(tenant, target)
+    document = {**(saved.document if saved is not None else {}), "execApproval": values}
+    policy_services.policy_save(Actor.system(tenant), target, document)
+    tenant.refresh_from_db()
+
+
+def test_quoted_arguments_ask_for_no_approval(member_a, gh, workspace, tenant_a):
+    from apps.policy.approval_models import PendingApproval
+
+    _exec_approval(tenant_a, security="full", ask="on-miss")
+
+    body = run(member_a, "gh issue create --body 'run pip install requests first'")
+
+    assert body["is_error"] is False, body
+    assert "arg=[run pip install requests first]" in body["for_llm"]
+    assert not PendingApproval.objects.for_tenant(tenant_a).exists()
+
+
+def test_exec_security_deny_still_refuses_credentialed_clis(member_a, gh, workspace, tenant_a):
+    _exec_approval(tenant_a, security="deny")
+    body = run(member_a, "gh api user")
+    assert body["is_error"] is True
+    assert "security: deny" in body["for_llm"]
+    assert not ran(workspace)
