@@ -138,3 +138,31 @@ def test_plain_commands_still_run_with_clis_registered(member_a, restricted_gh, 
     body = run(member_a, "echo plain > plain.txt && cat plain.txt")
     assert body["is_error"] is False
     assert "plain" in body["for_llm"]
+
+
+def test_unreadable_user_credentials_fail_closed(member_a, restricted_gh, agent, workspace, tenant_a):
+    from django.db import connection
+
+    system = Actor.system(tenant_a)
+    services.grant_set(actor=system, binary=restricted_gh, agent=agent)
+    services.credential_set(actor=system, binary=restricted_gh, user_id="u1", env={"GH_TOKEN": "user-tok"})
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE secure_cli_securecliusercredential SET env_encrypted = 'not a ciphertext'")
+
+    refused = run(member_a, "gh api user", user_id="u1")
+    other_user = run(member_a, "gh api user", user_id="u2")
+
+    assert refused["for_llm"] == GATE_UNAVAILABLE
+    assert other_user["is_error"] is False
+
+
+def test_the_lookup_leaves_the_statement_timeout_as_it_was(member_a, restricted_gh, workspace):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        before = cursor.fetchone()[0]
+    run(member_a, "gh api user")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == before
