@@ -104,8 +104,8 @@ def test_listing_formats_are_sorted_and_complete(member_a, agent, fmt, name_of):
 
 def test_listing_hides_unavailable_tools_by_default(member_a, agent, django_assert_max_num_queries):
     # The key (with its tenant), its first-use stamp, the agent, its policy documents, the MCP servers
-    # it may reach and the credentialed CLIs it reaches (one query each).
-    with django_assert_max_num_queries(6):
+    # and custom tools it may reach, and the credentialed CLIs it reaches (one query each).
+    with django_assert_max_num_queries(7):
         body = member_a.get("/api/v1/agents/bot/tools").json()
     names = {t["function"]["name"] for t in body["tools"]}
     assert "datetime" in names
