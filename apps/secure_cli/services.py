@@ -170,7 +170,8 @@ def binary_update(*, actor: Actor, binary: SecureCLIBinary, **changes: Any) -> S
     changed = sorted(key for key in BINARY_FIELDS if before[key] != getattr(locked, key))
     if not changed:
         return locked
-    _save(locked)
+    columns = ["env_encrypted" if key == "env" else key for key in changed]
+    _save(locked, update_fields=[*columns, "updated_at"])
     config_changed(actor.tenant)
     data = {**binary_data(locked), "changed": changed}
     _emit(actor, "secure_cli.binary.updated", "secure_cli_binary", str(locked.pk), data)
