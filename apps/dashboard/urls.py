@@ -1,6 +1,13 @@
 from django.urls import path
 
-from apps.dashboard import urls_approvals, urls_mcp, urls_policy, urls_teams
+from apps.dashboard import (
+    urls_approvals,
+    urls_custom_tools,
+    urls_mcp,
+    urls_policy,
+    urls_secure_cli,
+    urls_teams,
+)
 from apps.dashboard.views import agents, api_keys, audit, auth, home, members, runtime, tool_calls, tools
 
 app_name = "dashboard"
@@ -30,4 +37,6 @@ urlpatterns = [
     *urls_approvals.urlpatterns,
     *urls_teams.urlpatterns,
     *urls_mcp.urlpatterns,
+    *urls_custom_tools.urlpatterns,
+    *urls_secure_cli.urlpatterns,
 ]
