@@ -134,7 +134,18 @@ def test_owner_manages_agents_and_keys_and_sees_audit_events_live(live):
             expect(page.get_by_text("Tenant globex · you are viewer")).to_be_visible()
             sections = page.get_by_role("navigation", name="Sections").get_by_role("link")
             expect(sections).to_have_text(
-                ["Overview", "Agents", "Tools", "Policy", "Runtime settings", "Teams", "MCP", "Members"]
+                [
+                    "Overview",
+                    "Agents",
+                    "Tools",
+                    "Policy",
+                    "Runtime settings",
+                    "Teams",
+                    "MCP",
+                    "Custom tools",
+                    "Credentialed CLIs",
+                    "Members",
+                ]
             )
             expect(page.locator('[data-stat="agents"]')).to_have_text("0")
             page.goto("/audit/")

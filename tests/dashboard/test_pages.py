@@ -175,6 +175,8 @@ def test_viewer_navigation_lists_only_sections_they_may_open(viewer):
         "Runtime settings",
         "Teams",
         "MCP",
+        "Custom tools",
+        "Credentialed CLIs",
         "Members",
     ]
     assert "Recent activity" not in body
@@ -193,6 +195,8 @@ def test_owner_navigation_marks_the_current_section(owner):
         "Runtime settings",
         "Teams",
         "MCP",
+        "Custom tools",
+        "Credentialed CLIs",
         "Tool calls",
         "API keys",
         "Members",

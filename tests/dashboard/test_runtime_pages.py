@@ -133,6 +133,8 @@ def test_navigation_shows_the_new_sections_by_role(viewer, member, owner):
         "Runtime settings",
         "Teams",
         "MCP",
+        "Custom tools",
+        "Credentialed CLIs",
         "Members",
     ]
     assert sections(member) == [
@@ -143,6 +145,8 @@ def test_navigation_shows_the_new_sections_by_role(viewer, member, owner):
         "Runtime settings",
         "Teams",
         "MCP",
+        "Custom tools",
+        "Credentialed CLIs",
         "Tool calls",
         "Members",
     ]
