@@ -464,6 +464,7 @@ class CredentialForm(DashboardForm):
     )
     env = forms.CharField(
         max_length=MAX_ENV_TEXT,
+        required=False,
         label="Credentials (environment)",
         strip=False,
         widget=WriteOnlyTextarea(attrs={**MONO, "rows": 3}),

@@ -162,12 +162,19 @@ def test_env_values_are_never_in_any_page(admin, viewer, tenant_a, bot):
                 {"agent": "bot", "args": '{"domain": "localhost"}'},
             )
         ),
+        body(
+            admin.post(
+                reverse("dashboard:custom_tool_test", args=[tool.pk]),
+                {"agent": "bot", "args": json.dumps({"domain": SECRET})},
+            )
+        ),
     ]
     for page in pages:
         assert SECRET not in page
     assert "<code>API_TOKEN</code>" in pages[1]
     assert "Stored now: API_TOKEN (values hidden); leave empty to keep them." in pages[2]
     assert "echo [REDACTED]" in pages[1]  # the command, with the value masked
+    assert "&quot;domain&quot;: &quot;[REDACTED]&quot;" in pages[-1]  # the arguments shown again
 
 
 # --- adding and editing ----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from apps.custom_tools import selectors, services
+from apps.custom_tools.execution import mask
 from apps.custom_tools.models import CustomTool
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import add_service_error
@@ -210,6 +211,19 @@ def tool_test(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
             )
         except ServiceError as exc:
             add_service_error(form, exc)
+        else:
+            # The form shows the arguments again with the tool's env values masked.
+            secrets = [value for value in tool.env.values() if value]
+            form = CustomToolTestForm(
+                agents=agents,
+                initial={
+                    "agent": form.cleaned_data["agent"],
+                    "args": mask(
+                        json.dumps(form.cleaned_data["args"], indent=2, ensure_ascii=False), secrets
+                    ),
+                    "user_id": form.cleaned_data["user_id"],
+                },
+            )
     return render(
         request,
         "dashboard/custom_tools/test.html",

@@ -11,6 +11,7 @@ whatever the method. Changes go through ``apps.secure_cli.services`` (audited, p
 
 from __future__ import annotations
 
+import shlex
 import uuid
 from typing import Any
 
@@ -215,6 +216,13 @@ def binary_test(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
                 )
             except ServiceError as exc:
                 add_service_error(form, exc)
+            else:
+                # The form shows the arguments as the command ran: credentials masked.
+                masked = result["command"].removeprefix(shlex.quote(binary.binary_name)).lstrip()
+                form = BinaryTestForm(
+                    agents=_agent_keys(request),
+                    initial={"agent": agent.key, "args": masked, "user_id": result["user_id"]},
+                )
     return render(
         request, "dashboard/secure_cli/test.html", {"binary": binary, "form": form, "result": result}
     )
