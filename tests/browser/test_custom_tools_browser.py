@@ -1,9 +1,15 @@
-"""The custom tools pages in a real browser: an administrator defines the seed's ``dns_lookup`` tool
-(``getent hosts {{.domain}}`` with a ``domain`` string parameter), sees it arrive live in the tools list
-open in another tab, opens its test-run page and runs it with ``{"domain": "localhost"}``: the output,
-the rendered command and the decision path show. An injection attempt (``x; touch <file>``) renders
-as one quoted argument: the output is harmless and the file does not exist. A slow tool shows that the
-run is at work. Headless Chromium against a real daphne on the test database.
+"""The custom tools and credentialed CLIs pages in a real browser.
+
+An administrator defines the seed's ``dns_lookup`` tool (``getent hosts {{.domain}}`` with a ``domain``
+string parameter), sees it arrive live in the tools list open in another tab, opens its test-run page
+and runs it with ``{"domain": "localhost"}``: the output, the rendered command and the decision path
+show. An injection attempt (``x; touch <file>``) renders as one quoted argument: the output is harmless
+and the file does not exist. A slow tool shows that the run is at work.
+
+An administrator registers gh from its preset (one click fills the form), the list in another tab
+follows, and its test run shows the output with the credential masked.
+
+Headless Chromium against a real daphne on the test database.
 """
 
 from __future__ import annotations
@@ -17,11 +23,13 @@ from playwright.sync_api import expect, sync_playwright
 
 from apps.custom_tools import services
 from apps.custom_tools.models import CustomTool
+from apps.secure_cli.models import SecureCLIBinary
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories
 from tests.browser.browser import CHROMIUM, CHROMIUM_ARGS, log_in, shot
+from tests.secure_cli.support import TOKEN, fake_cli
 
 pytestmark = [pytest.mark.browser, pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
@@ -136,3 +144,79 @@ def test_an_admin_defines_dns_lookup_and_test_runs_it(live):
     tool = CustomTool.objects.for_tenant(tenant).get(name="dns_lookup")
     assert tool.parameters == SCHEMA
     assert tool.command == "getent hosts {{.domain}}"
+
+
+@needs_chromium
+def test_an_admin_registers_gh_from_its_preset_and_test_runs_it(live, tmp_path):
+    base = live.daphne()
+    tenant = factories.make_tenant("globex")
+    admin = factories.make_user(tenant, Role.ADMIN, email="admin@globex.test")
+    tenant_services.agent_create(actor=Actor.system(tenant), key="coder", name="Coder")
+    gh = fake_cli(tmp_path / "bin")
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=base)
+            page = context.new_page()
+            watcher = context.new_page()
+            for p in (page, watcher):
+                p.set_default_timeout(10_000)
+            log_in(page, base, admin.email)
+            watcher.goto("/secure-cli/")
+            expect(watcher.locator("[data-live-indicator]")).to_have_attribute("data-state", "live")
+            rows = watcher.locator("table[data-live-list] tbody tr[data-id]")
+            expect(rows).to_have_count(0)
+
+            # One click on the preset fills the form; the credentials are the administrator's to give.
+            page.get_by_role("navigation", name="Sections").get_by_role(
+                "link", name="Credentialed CLIs"
+            ).click()
+            page.get_by_role("link", name="Add gh").click()
+            expect(page.get_by_role("heading", name="Add gh (GitHub CLI)")).to_be_visible()
+            expect(page.get_by_label("Binary", exact=True)).to_have_value("gh")
+            expect(page.get_by_label("Denied arguments")).to_contain_text("repo\\s+delete")
+            expect(page.get_by_label("Tips")).to_have_value("Use --json flag for structured output")
+            expect(page.get_by_label("Timeout (seconds)")).to_have_value("30")
+            page.get_by_label("Path").fill(str(gh))
+            page.get_by_role("button", name="Add CLI").click()
+            expect(page.get_by_text("the gh preset needs GH_TOKEN")).to_be_visible()
+            page.get_by_label("Credentials (environment)").fill(f"GH_TOKEN={TOKEN}")
+            page.get_by_role("button", name="Add CLI").click()
+            expect(
+                page.get_by_role("status").filter(has_text="Credentialed CLI gh registered.")
+            ).to_be_visible()
+            expect(page.locator("dl.facts")).to_contain_text("GH_TOKEN")
+
+            # The list in the other tab follows: the new row, then its state.
+            expect(rows).to_have_count(1, timeout=15_000)
+            expect(rows.first.locator("[data-field='env']")).to_have_text("GH_TOKEN")
+            page.get_by_role("button", name="Disable").click()
+            expect(rows.first.locator("[data-field='enabled']")).to_have_text("disabled")
+            page.get_by_role("button", name="Enable").click()
+            expect(rows.first.locator("[data-field='enabled']")).to_have_text("enabled")
+
+            # The test run: the credential injected, masked in the output; a quoted | is an argument.
+            page.get_by_role("link", name="Test run").click()
+            page.get_by_label("Agent").select_option("coder")
+            page.get_by_label("Arguments").fill('api "x | y"')
+            page.get_by_role("button", name="Run").click()
+            result = page.locator("[data-run-result]")
+            expect(result.locator(".run-state")).to_have_text("succeeded")
+            expect(result.locator("[data-field='rendered']")).to_have_text("gh api 'x | y'")
+            expect(result.locator("[data-field='output']")).to_contain_text("arg=[x | y]")
+            expect(result.locator("[data-field='output']")).to_contain_text("value: [REDACTED]")
+            expect(result.locator("[data-steps]")).to_contain_text("env: injected — GH_TOKEN (binary)")
+            shot(page, "secure-cli-test-run")
+            assert TOKEN not in page.content()
+
+            page.get_by_label("Arguments").fill("repo delete x")
+            page.get_by_role("button", name="Run").click()
+            expect(result.locator(".run-state")).to_have_text("failed or refused")
+            expect(result.locator("[data-steps]")).to_contain_text("deny_args: refused")
+            assert TOKEN not in page.content()
+        finally:
+            browser.close()
+
+    binary = SecureCLIBinary.objects.for_tenant(tenant).get()
+    assert (binary.preset, binary.env) == ("gh", {"GH_TOKEN": TOKEN})
