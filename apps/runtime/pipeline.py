@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -484,10 +485,11 @@ def _approval(call: _Call) -> Verdict | None:
     if call.policy.exec_security != "deny":
         from apps.secure_cli.execution import routes_credentialed
 
-        # A credentialed CLI runs without a shell under its own checks (SPEC B §5.3: routed before the
-        # deny groups and the approval), so its quoted arguments ("pip install …") ask no one.
+        # A credentialed CLI runs without a shell under its own checks (SPEC B §5.3), so its arguments
+        # run nothing ("pip install …" quoted in a body is text): the approval looks at the program
+        # alone. Allowlists and ask=always still apply to it.
         if routes_credentialed(call.ctx, command):
-            return None
+            command = shlex.split(command)[0]
     cwd = _resolve_cwd(call.ctx, call.args.get("cwd"))
     return approvals.check(
         call.policy,

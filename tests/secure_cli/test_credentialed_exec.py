@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -277,7 +278,7 @@ def test_a_disabled_binary_or_grant_is_not_credentialed(member_a, gh, agent, wor
     assert not ran(workspace)
 
 
-def _exec_approval(tenant: Tenant, **values: str) -> None:
+def _exec_approval(tenant: Tenant, **values: Any) -> None:
     from apps.policy import services as policy_services
 
     target = policy_services.target("tenant")
@@ -290,13 +291,30 @@ def _exec_approval(tenant: Tenant, **values: str) -> None:
 def test_quoted_arguments_ask_for_no_approval(member_a, gh, workspace, tenant_a):
     from apps.policy.approval_models import PendingApproval
 
-    _exec_approval(tenant_a, security="full", ask="on-miss")
+    # The approval looks at the program alone: allowlisted, it asks no one, whatever its arguments say
+    # (as a shell command, "pip install" would ask).
+    _exec_approval(tenant_a, security="allowlist", ask="on-miss", allowlist=["gh"])
 
     body = run(member_a, "gh issue create --body 'run pip install requests first'")
 
     assert body["is_error"] is False, body
     assert "arg=[run pip install requests first]" in body["for_llm"]
     assert not PendingApproval.objects.for_tenant(tenant_a).exists()
+
+
+def test_ask_always_still_asks_a_human_for_a_credentialed_cli(member_a, gh, workspace, tenant_a):
+    from apps.policy.approval_models import PendingApproval
+
+    _exec_approval(tenant_a, security="full", ask="always")
+    response = member_a.post(
+        "/api/v1/runtime/execute",
+        {"agent": "bot", "tool": "exec", "args": {"command": "gh api user"}, "context": {"wait": False}},
+        format="json",
+    )
+    assert response.status_code == 202, response.content
+    pending = PendingApproval.objects.for_tenant(tenant_a).get()
+    assert pending.command == "gh api user"  # the human sees the whole command
+    assert not ran(workspace)
 
 
 def test_exec_security_deny_still_refuses_credentialed_clis(member_a, gh, workspace, tenant_a):
