@@ -29,11 +29,6 @@ def login(user) -> Client:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def admin(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.ADMIN, email="admin@a.test"))
-
-
-@pytest.fixture
 def member(tenant_a: Tenant) -> Client:
     return login(factories.make_user(tenant_a, Role.MEMBER))
 

@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from apps.audit.models import AuditEvent
@@ -20,51 +19,13 @@ from apps.custom_tools import services
 from apps.custom_tools.models import CustomTool
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
-from apps.tenants.models import Agent, Tenant
-from apps.tenants.roles import Role
-from tests import factories
+from apps.tenants.models import Tenant
 from tests.api.tenant_state import tenant_state
 from tests.custom_tools.support import DNS_LOOKUP
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "s3cr3t-dash-value-5c1e8f"
-
-
-def login(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def viewer(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.VIEWER, email="viewer@a.test"))
-
-
-@pytest.fixture
-def member(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.MEMBER, email="member@a.test"))
-
-
-@pytest.fixture
-def admin(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.ADMIN, email="admin@a.test"))
-
-
-@pytest.fixture
-def owner(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.OWNER, email="owner@a.test"))
-
-
-@pytest.fixture
-def outsider(tenant_b: Tenant) -> Client:
-    return login(factories.make_user(tenant_b, Role.OWNER, email="owner@b.test"))
-
-
-@pytest.fixture
-def bot(tenant_a: Tenant) -> Agent:
-    return tenant_services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
 
 
 def body(response: Any) -> str:

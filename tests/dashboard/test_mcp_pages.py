@@ -28,10 +28,11 @@ from apps.mcp_grants.models import (
 )
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
-from apps.tenants.models import Agent, Tenant
+from apps.tenants.models import Tenant
 from apps.tenants.roles import Role
 from tests import factories
 from tests.api.tenant_state import tenant_state
+from tests.dashboard.personas import login
 from tests.mcp.live_servers import stdio_fields
 from tests.mcp.support import make_server
 
@@ -43,17 +44,6 @@ ENV_VALUE = "envsecret-5a4b3c2d1e0f9988"
 PUBLIC_URL = "https://93.184.216.34/mcp"
 
 
-def login(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def viewer(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.VIEWER, email="viewer@a.test"))
-
-
 @pytest.fixture
 def member_user(tenant_a: Tenant) -> Any:
     return factories.make_user(tenant_a, Role.MEMBER, email="member@a.test")
@@ -62,26 +52,6 @@ def member_user(tenant_a: Tenant) -> Any:
 @pytest.fixture
 def member(member_user: Any) -> Client:
     return login(member_user)
-
-
-@pytest.fixture
-def admin(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.ADMIN, email="admin@a.test"))
-
-
-@pytest.fixture
-def owner(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.OWNER, email="owner@a.test"))
-
-
-@pytest.fixture
-def outsider(tenant_b: Tenant) -> Client:
-    return login(factories.make_user(tenant_b, Role.OWNER, email="owner@b.test"))
-
-
-@pytest.fixture
-def bot(tenant_a: Tenant) -> Agent:
-    return tenant_services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
 
 
 @pytest.fixture

@@ -39,16 +39,6 @@ def login(user) -> Client:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def owner(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.OWNER, email="owner@a.test"))
-
-
-@pytest.fixture
-def admin(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.ADMIN, email="admin@a.test"))
-
-
-@pytest.fixture
 def member(tenant_a: Tenant) -> Client:
     return login(factories.make_user(tenant_a, Role.MEMBER))
 
@@ -56,11 +46,6 @@ def member(tenant_a: Tenant) -> Client:
 @pytest.fixture
 def viewer(tenant_a: Tenant) -> Client:
     return login(factories.make_user(tenant_a, Role.VIEWER))
-
-
-@pytest.fixture
-def outsider(tenant_b: Tenant) -> Client:
-    return login(factories.make_user(tenant_b, Role.OWNER, email="owner@b.test"))
 
 
 @pytest.fixture

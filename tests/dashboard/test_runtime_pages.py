@@ -35,11 +35,6 @@ def login(user) -> Client:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def owner(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.OWNER, email="owner@a.test"))
-
-
-@pytest.fixture
 def admin(tenant_a: Tenant) -> Client:
     return login(factories.make_user(tenant_a, Role.ADMIN))
 

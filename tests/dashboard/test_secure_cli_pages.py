@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.urls import reverse
 
 from apps.audit.models import AuditEvent
@@ -24,51 +23,13 @@ from apps.secure_cli import services
 from apps.secure_cli.models import SecureCLIAgentGrant, SecureCLIBinary, SecureCLIUserCredential
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
-from apps.tenants.models import Agent, Tenant
-from apps.tenants.roles import Role
-from tests import factories
+from apps.tenants.models import Tenant
 from tests.api.tenant_state import tenant_state
 from tests.secure_cli.support import GRANT_TOKEN, TOKEN, USER_TOKEN, fake_cli
 
 pytestmark = pytest.mark.django_db
 
 TOKENS = (TOKEN, GRANT_TOKEN, USER_TOKEN)
-
-
-def login(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def viewer(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.VIEWER, email="viewer@a.test"))
-
-
-@pytest.fixture
-def member(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.MEMBER, email="member@a.test"))
-
-
-@pytest.fixture
-def admin(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.ADMIN, email="admin@a.test"))
-
-
-@pytest.fixture
-def owner(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.OWNER, email="owner@a.test"))
-
-
-@pytest.fixture
-def outsider(tenant_b: Tenant) -> Client:
-    return login(factories.make_user(tenant_b, Role.OWNER, email="owner@b.test"))
-
-
-@pytest.fixture
-def bot(tenant_a: Tenant) -> Agent:
-    return tenant_services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
 
 
 @pytest.fixture

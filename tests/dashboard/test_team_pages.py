@@ -20,43 +20,10 @@ from apps.teams.models import Escalation, Task, TaskComment, TaskEvent, Team, Te
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
-from apps.tenants.roles import Role
-from tests import factories
 from tests.api.tenant_state import tenant_state
 from tests.teams.conftest import Crew, make_crew
 
 pytestmark = pytest.mark.django_db
-
-
-def login(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def viewer(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.VIEWER, email="viewer@a.test"))
-
-
-@pytest.fixture
-def member(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.MEMBER, email="member@a.test"))
-
-
-@pytest.fixture
-def admin(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.ADMIN, email="admin@a.test"))
-
-
-@pytest.fixture
-def owner(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.OWNER, email="owner@a.test"))
-
-
-@pytest.fixture
-def outsider(tenant_b: Tenant) -> Client:
-    return login(factories.make_user(tenant_b, Role.OWNER, email="owner@b.test"))
 
 
 @pytest.fixture
