@@ -1,4 +1,5 @@
-"""The confirm-then-act step every destructive dashboard action goes through."""
+"""The confirm-then-act step every destructive dashboard action goes through, and the enable/disable
+switch of the objects that have one."""
 
 from __future__ import annotations
 
@@ -38,3 +39,21 @@ def confirm_action(
         "dashboard/confirm.html",
         {"title": title, "body": body, "action": action, "cancel_url": resolve_url(back)},
     )
+
+
+def set_enabled(
+    request: DashboardRequest, *, back: str, label: str, update: Callable[[bool], object]
+) -> HttpResponse:
+    """POST ``enabled=1`` or ``enabled=0``: ``update(True|False)`` through its service, then back to
+    ``back`` with a message naming ``label``; a refusal (a ``ServiceError``) becomes an error message."""
+    value = request.POST.get("enabled", "")
+    if value not in {"0", "1"}:
+        messages.error(request, "Say enabled=1 or enabled=0.")
+        return redirect(back)
+    try:
+        update(value == "1")
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"{label} {'enabled' if value == '1' else 'disabled'}.")
+    return redirect(back)

@@ -26,7 +26,7 @@ from apps.custom_tools.models import CustomTool
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import add_service_error
 from apps.dashboard.forms_tools import CustomToolForm, CustomToolTestForm
-from apps.dashboard.views.confirm import confirm_action
+from apps.dashboard.views.confirm import confirm_action, set_enabled
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent
 from apps.tenants.roles import Role
@@ -157,17 +157,12 @@ def tool_enable(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     """Enable (``enabled=1``) or disable (``enabled=0``) a tool: a disabled one is no agent's."""
     tool = _tool(request, id)
     back = reverse("dashboard:custom_tools") if request.POST.get("next") == "list" else _tool_url(tool)
-    value = request.POST.get("enabled", "")
-    if value not in {"0", "1"}:
-        messages.error(request, "Say enabled=1 or enabled=0.")
-        return redirect(back)
-    try:
-        services.custom_tool_update(actor=request.actor, tool=tool, enabled=value == "1")
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, f"Custom tool {tool.name} {'enabled' if value == '1' else 'disabled'}.")
-    return redirect(back)
+    return set_enabled(
+        request,
+        back=back,
+        label=f"Custom tool {tool.name}",
+        update=lambda on: services.custom_tool_update(actor=request.actor, tool=tool, enabled=on),
+    )
 
 
 @dashboard_view(Role.ADMIN)

@@ -33,7 +33,7 @@ from apps.dashboard.forms_mcp import (
     ServerForm,
     UserGrantCreateForm,
 )
-from apps.dashboard.views.confirm import confirm_action
+from apps.dashboard.views.confirm import confirm_action, set_enabled
 from apps.mcp_grants import naming, selectors, services
 from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, UserGrant
 from apps.tenants.errors import ServiceError
@@ -206,17 +206,12 @@ def server_enable(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     """Enable (``enabled=1``) or disable (``enabled=0``) a server: a disabled one gives no agent tools."""
     server = _server(request, id)
     back = reverse("dashboard:mcp_servers") if request.POST.get("next") == "list" else _server_url(server)
-    value = request.POST.get("enabled", "")
-    if value not in {"0", "1"}:
-        messages.error(request, "Say enabled=1 or enabled=0.")
-        return redirect(back)
-    try:
-        services.server_update(actor=request.actor, server=server, enabled=value == "1")
-    except ServiceError as exc:
-        _refused(request, exc)
-    else:
-        messages.success(request, f"MCP server {server.name} {'enabled' if value == '1' else 'disabled'}.")
-    return redirect(back)
+    return set_enabled(
+        request,
+        back=back,
+        label=f"MCP server {server.name}",
+        update=lambda on: services.server_update(actor=request.actor, server=server, enabled=on),
+    )
 
 
 @dashboard_view(Role.ADMIN, methods=("POST",))
@@ -404,29 +399,23 @@ def grant_enable(request: DashboardRequest, id: uuid.UUID, kind: str, grant_id: 
     """Enable (``enabled=1``) or disable (``enabled=0``) a grant; its tools stay as they are."""
     server = _server(request, id)
     grant = _grant(request, server, kind, grant_id)
-    value = request.POST.get("enabled", "")
-    if value not in {"0", "1"}:
-        messages.error(request, "Say enabled=1 or enabled=0.")
-        return redirect(_server_url(server))
     target = grant.agent if isinstance(grant, AgentGrant) else grant.user_id
     allow, deny = grant.filters()
-    try:
-        _set_grant(
+    return set_enabled(
+        request,
+        back=_server_url(server),
+        label=f"Grant of {server.name} to {_grant_label(kind, grant)}",
+        update=lambda on: _set_grant(
             request,
             server,
             kind,
             target,
-            enabled=value == "1",
+            enabled=on,
             tool_allow=allow,
             tool_deny=deny,
             config_overrides=grant.config_overrides,
-        )
-    except ServiceError as exc:
-        _refused(request, exc)
-    else:
-        state = "enabled" if value == "1" else "disabled"
-        messages.success(request, f"Grant of {server.name} to {_grant_label(kind, grant)} {state}.")
-    return redirect(_server_url(server))
+        ),
+    )
 
 
 @dashboard_view(Role.ADMIN)

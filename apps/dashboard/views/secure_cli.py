@@ -23,7 +23,7 @@ from django.urls import reverse
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import add_service_error
 from apps.dashboard.forms_tools import BinaryForm, BinaryTestForm, CredentialForm, GrantForm
-from apps.dashboard.views.confirm import confirm_action
+from apps.dashboard.views.confirm import confirm_action, set_enabled
 from apps.secure_cli import selectors, services
 from apps.secure_cli.models import SecureCLIBinary
 from apps.secure_cli.presets import PRESETS
@@ -160,18 +160,12 @@ def binary_enable(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     """Enable (``enabled=1``) or disable (``enabled=0``) a binary: a disabled one reaches no agent."""
     binary = _binary(request, id)
     back = reverse("dashboard:secure_clis") if request.POST.get("next") == "list" else _binary_url(binary)
-    value = request.POST.get("enabled", "")
-    if value not in {"0", "1"}:
-        messages.error(request, "Say enabled=1 or enabled=0.")
-        return redirect(back)
-    try:
-        services.binary_update(actor=request.actor, binary=binary, enabled=value == "1")
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-    else:
-        state = "enabled" if value == "1" else "disabled"
-        messages.success(request, f"Credentialed CLI {binary.binary_name} {state}.")
-    return redirect(back)
+    return set_enabled(
+        request,
+        back=back,
+        label=f"Credentialed CLI {binary.binary_name}",
+        update=lambda on: services.binary_update(actor=request.actor, binary=binary, enabled=on),
+    )
 
 
 @dashboard_view(Role.ADMIN)
