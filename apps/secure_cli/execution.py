@@ -35,8 +35,11 @@ import os
 import re
 import shutil
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import regex
 
 from apps.runtime import shell_parse
 from apps.runtime.context import CallContext
@@ -104,15 +107,36 @@ def first_word(command: str) -> str:
     return parts[0].replace("'", "").replace('"', "").replace("\\", "") if parts else ""
 
 
+# An administrator's pattern runs on an agent's arguments: bounded in time, and a pattern that does not
+# finish in time counts as matching (the command is refused, never let through).
+PATTERN_TIMEOUT = 0.2
+
+
+@lru_cache(maxsize=512)
+def _pattern(pattern: str, anchored: bool) -> regex.Pattern[str] | None:
+    try:
+        return regex.compile(f"(?:{pattern})" if anchored else pattern)
+    except regex.error:
+        return None
+
+
+def _hits(pattern: str, text: str, *, anchored: bool) -> bool:
+    compiled = _pattern(pattern, anchored)
+    if compiled is None:
+        logger.warning("secure CLI: invalid deny pattern skipped")
+        return False
+    try:
+        found = (compiled.match if anchored else compiled.search)(text, timeout=PATTERN_TIMEOUT)
+    except TimeoutError:
+        logger.warning("secure CLI: a deny pattern ran out of time; the command is refused")
+        return True
+    return found is not None
+
+
 def verbose_match(patterns: tuple[str, ...], args: list[str]) -> str | None:
     """The first ``deny_verbose`` pattern that matches the start of an argument."""
     for pattern in patterns:
-        try:
-            compiled = re.compile(f"(?:{pattern})")
-        except re.error:
-            logger.warning("secure CLI: invalid deny_verbose pattern skipped")
-            continue
-        if any(compiled.match(arg) for arg in args):
+        if any(_hits(pattern, arg, anchored=True) for arg in args):
             return pattern
     return None
 
@@ -121,12 +145,7 @@ def args_match(patterns: tuple[str, ...], args: list[str]) -> str | None:
     """The first ``deny_args`` pattern found in the arguments joined with spaces."""
     joined = " ".join(args)
     for pattern in patterns:
-        try:
-            compiled = re.compile(pattern)
-        except re.error:
-            logger.warning("secure CLI: invalid deny_args pattern skipped")
-            continue
-        if compiled.search(joined):
+        if _hits(pattern, joined, anchored=False):
             return pattern
     return None
 

@@ -8,6 +8,8 @@ import os
 import re
 from typing import Any
 
+import regex
+
 from apps.runtime import shell_parse
 from apps.runtime.tools.exec import ENV_STRIP_NAMES, ENV_STRIP_PREFIXES
 
@@ -75,8 +77,8 @@ def pattern_list_error(value: Any, *, nullable: bool = False) -> str:
         if not pattern or len(pattern) > MAX_PATTERN_CHARS:
             return f"each pattern 1 to {MAX_PATTERN_CHARS} characters."
         try:
-            re.compile(pattern)
-        except re.error as exc:
+            regex.compile(pattern)  # the engine the patterns run with (apps.secure_cli.execution)
+        except regex.error as exc:
             return f"{pattern!r} is not a valid regular expression: {exc}."
     return ""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +192,16 @@ def test_deny_args_match_the_joined_arguments(member_a, gh, workspace, command, 
     assert body["for_llm"].endswith(f"Matched deny pattern: {pattern}")
     assert not ran(workspace)
     assert run(member_a, "gh repo view me/app")["is_error"] is False
+
+
+def test_a_deny_pattern_that_runs_away_refuses_the_command_in_time(member_a, gh, workspace, tenant_a):
+    services.binary_update(actor=Actor.system(tenant_a), binary=gh, deny_args=["(a|aa)+$"])
+    started = time.monotonic()
+    body = run(member_a, "gh " + "a" * 40 + "!")
+    assert time.monotonic() - started < 5
+    assert body["is_error"] is True
+    assert body["for_llm"].endswith("Matched deny pattern: (a|aa)+$")
+    assert not ran(workspace)
 
 
 def test_a_spoofed_gh_in_the_workspace_is_refused(member_a, gh, workspace, tmp_path):
