@@ -51,7 +51,9 @@ def test_a_tool_call_made_through_the_api_appears_live(live):
             log_in(page, base, admin.email)
 
             # The catalog: unavailable tools say why; a tool's parameters open in place.
-            page.get_by_role("navigation", name="Sections").get_by_role("link", name="Tools").click()
+            page.get_by_role("navigation", name="Sections").get_by_role(
+                "link", name="Tools", exact=True
+            ).click()
             expect(page.get_by_role("heading", name="Tools", exact=True)).to_be_visible()
             expect(page.locator("#tool-credentialed_exec [data-unavailable]")).to_contain_text(
                 "unavailable: "
