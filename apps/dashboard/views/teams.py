@@ -11,6 +11,7 @@ shows the board's message.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -85,6 +86,22 @@ def _task(team: Team, task_id: uuid.UUID) -> Task:
     if task is None:
         raise Http404("No task with this id on this team's board.")
     return task
+
+
+def _task_action(
+    view: Callable[[DashboardRequest, Team, Task], HttpResponse],
+) -> Callable[[DashboardRequest, uuid.UUID, uuid.UUID], HttpResponse]:
+    """A view acting on one task: the team is found (404 otherwise), the user's grant on it checked (the
+    403 page), then the task (404); the view gets the team and the task."""
+
+    @functools.wraps(view)
+    def acting(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
+        team = _team(request, id)
+        if (refused := _act_refusal(request, team)) is not None:
+            return refused
+        return view(request, team, _task(team, task_id))
+
+    return acting
 
 
 def _escalations(team: Team | None, tenant: Any) -> QuerySet[Escalation]:
@@ -423,11 +440,8 @@ def task_detail(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) ->
 
 
 @dashboard_view(Role.MEMBER, methods=("POST",))
-def task_assign(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
-    team = _team(request, id)
-    if (refused := _act_refusal(request, team)) is not None:
-        return refused
-    task = _task(team, task_id)
+@_task_action
+def task_assign(request: DashboardRequest, team: Team, task: Task) -> HttpResponse:
     form = TaskAssignForm(request.POST, members=_members(team, with_lead=False))
     if not form.is_valid():
         messages.error(request, "Choose a member of the team (not its lead).")
@@ -443,13 +457,10 @@ def task_assign(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) ->
 
 
 @dashboard_view(Role.MEMBER)
-def task_cancel(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
+@_task_action
+def task_cancel(request: DashboardRequest, team: Team, task: Task) -> HttpResponse:
     """Ask for confirmation and a reason (GET), then cancel the task (POST); tasks waiting on it are
     unblocked."""
-    team = _team(request, id)
-    if (refused := _act_refusal(request, team)) is not None:
-        return refused
-    task = _task(team, task_id)
     form = TaskReasonForm(request.POST if request.method == "POST" else None, id_prefix="cancel")
     if request.method == "POST" and form.is_valid():
         reason = form.cleaned_data["reason"] or "Cancelled by user"
@@ -464,12 +475,9 @@ def task_cancel(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) ->
 
 
 @dashboard_view(Role.MEMBER, methods=("POST",))
-def task_retry(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
+@_task_action
+def task_retry(request: DashboardRequest, team: Team, task: Task) -> HttpResponse:
     """Reopen the task for its owner (dispatched again at once), with an optional note."""
-    team = _team(request, id)
-    if (refused := _act_refusal(request, team)) is not None:
-        return refused
-    task = _task(team, task_id)
     _retry(request, team, task, TaskReasonForm(request.POST, id_prefix="retry"))
     return redirect(_task_url(team, task))
 
@@ -488,11 +496,8 @@ def _retry(request: DashboardRequest, team: Team, task: Task, form: TaskReasonFo
 
 
 @dashboard_view(Role.MEMBER, methods=("POST",))
-def task_approve(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
-    team = _team(request, id)
-    if (refused := _act_refusal(request, team)) is not None:
-        return refused
-    task = _task(team, task_id)
+@_task_action
+def task_approve(request: DashboardRequest, team: Team, task: Task) -> HttpResponse:
 
     def approve() -> str:
         done = services.task_approve(actor=request.actor, team=team, task_id=task.pk)
@@ -503,12 +508,9 @@ def task_approve(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -
 
 
 @dashboard_view(Role.MEMBER, methods=("POST",))
-def task_reject(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
+@_task_action
+def task_reject(request: DashboardRequest, team: Team, task: Task) -> HttpResponse:
     """Send reviewed work back to its owner with the reason (cancel it when it has none)."""
-    team = _team(request, id)
-    if (refused := _act_refusal(request, team)) is not None:
-        return refused
-    task = _task(team, task_id)
     form = TaskReasonForm(request.POST, id_prefix="reject", required=True)
     if not form.is_valid():
         messages.error(request, "Say why the work is rejected (at most 500 characters).")
@@ -524,12 +526,9 @@ def task_reject(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) ->
 
 
 @dashboard_view(Role.MEMBER, methods=("POST",))
-def task_comment(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) -> HttpResponse:
+@_task_action
+def task_comment(request: DashboardRequest, team: Team, task: Task) -> HttpResponse:
     """A note or a blocker (a blocker fails a task in progress and escalates it)."""
-    team = _team(request, id)
-    if (refused := _act_refusal(request, team)) is not None:
-        return refused
-    task = _task(team, task_id)
     form = TaskCommentForm(request.POST)
     if not form.is_valid():
         errors = "; ".join(f"{name}: {' '.join(str(m) for m in e)}" for name, e in form.errors.items())
