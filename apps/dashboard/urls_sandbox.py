@@ -1,0 +1,5 @@
+"""Dashboard routes of the exec sandbox."""
+
+from django.urls import URLPattern
+
+urlpatterns: list[URLPattern] = []
