@@ -6,6 +6,7 @@ README.md.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import sys
@@ -284,6 +285,22 @@ TOOLGATE_APPROVAL_TIMEOUT_SECONDS = env_int("TOOLGATE_APPROVAL_TIMEOUT_SECONDS",
 TOOLGATE_TEAM_TICKER_SECONDS = env_int("TOOLGATE_TEAM_TICKER_SECONDS", 300, minimum=60)
 # How often each process pings the MCP servers it holds sessions with (SPEC B §3.5: 30 seconds).
 TOOLGATE_MCP_HEALTH_SECONDS = env_int("TOOLGATE_MCP_HEALTH_SECONDS", 30, minimum=1)
+# The exec sandbox (SPEC B §6.3, apps/runtime/sandbox): the Docker engine Toolgate drives, the image a
+# tenant's sandbox runs by default and the images tenant admins may choose from (a tenant never names an
+# arbitrary image), and how often idle (24 h) and old (7 d) containers are pruned.
+TOOLGATE_DOCKER_URL = (
+    env_str("TOOLGATE_DOCKER_URL") or env_str("DOCKER_HOST") or "unix:///var/run/docker.sock"
+)
+TOOLGATE_SANDBOX_IMAGE = env_str("TOOLGATE_SANDBOX_IMAGE") or "toolgate-sandbox:bookworm-slim"
+TOOLGATE_SANDBOX_IMAGES = env_list("TOOLGATE_SANDBOX_IMAGES", [TOOLGATE_SANDBOX_IMAGE])
+# Containers carry this installation's id in a label: two installations (or test runs) sharing one engine
+# never see, reuse or prune each other's containers.
+TOOLGATE_SANDBOX_INSTANCE = (
+    env_str("TOOLGATE_SANDBOX_INSTANCE") or hashlib.sha256(str(DATA_DIR.resolve()).encode()).hexdigest()[:12]
+)
+TOOLGATE_SANDBOX_PRUNE_MINUTES = env_int("TOOLGATE_SANDBOX_PRUNE_MINUTES", 5, minimum=1)
+TOOLGATE_SANDBOX_IDLE_HOURS = env_int("TOOLGATE_SANDBOX_IDLE_HOURS", 24, minimum=1)
+TOOLGATE_SANDBOX_MAX_AGE_DAYS = env_int("TOOLGATE_SANDBOX_MAX_AGE_DAYS", 7, minimum=1)
 # Request bodies are bounded: anything larger is refused with the error envelope (413).
 MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System packages the test suite needs beyond Python: Chromium (+ driver) for the dashboard browser tests,
-# redis-server for the live tests of the Redis channel layer and cache (the suite starts its own).
+# redis-server for the live tests of the Redis channel layer and cache (the suite starts its own),
+# busybox-static for the exec sandbox's test image, and a running Docker engine (scripts/docker-engine.sh).
 # Installed with apt-get when missing and we are root; otherwise we fail loudly with what to install.
 set -euo pipefail
 
@@ -8,9 +9,10 @@ missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 [ -x /usr/bin/redis-server ] || missing+=(redis-server)
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q "ok installed" || missing+=(busybox-static)
 
 if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+  exec bash "$(dirname "$0")/docker-engine.sh"
 fi
 
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
@@ -22,3 +24,4 @@ echo "Installing system packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+exec bash "$(dirname "$0")/docker-engine.sh"

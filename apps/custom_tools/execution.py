@@ -33,9 +33,11 @@ from apps.runtime.scrubber import MIN_VALUE_LENGTH, REDACTED
 from apps.runtime.tools.exec import (
     ENV_STRIP_NAMES,
     ENV_STRIP_PREFIXES,
+    SHELL,
     RunOutcome,
     minimal_env,
     run_command,
+    sandbox_data,
 )
 from apps.runtime.workspace import PathError, real_workspace, relative_to_workspace, resolve_path
 
@@ -127,8 +129,8 @@ def _working_dir(ctx: CallContext, spec: ToolSpec) -> Path | str:
     return resolved
 
 
-def _environment(workspace: Path, spec: ToolSpec) -> dict[str, str]:
-    merged = {**minimal_env(workspace), **spec.env}
+def _environment(home: str, spec: ToolSpec) -> dict[str, str]:
+    merged = {**minimal_env(Path(home)), **spec.env}
     return {
         name: value
         for name, value in merged.items()
@@ -201,18 +203,37 @@ def execute(ctx: CallContext, spec: ToolSpec, args: dict[str, Any], *, check_sch
         return stop("deny_groups", denial.message, rule="deny_group", group=denial.group)
     run.steps.append(Step("deny_groups", True, "no denied group matches the rendered command."))
 
-    try:
-        outcome = run_command(
-            shell_parse.normalize(rendered),
-            cwd=cwd,
-            env=_environment(workspace, spec),
-            timeout=spec.timeout_seconds,
-        )
-    except OSError as error:
-        return stop("run", f"could not start the command: {error.strerror or error}.")
+    from apps.runtime.sandbox import manager as sandbox
+
+    target = sandbox.target_for(ctx)  # None: the sandbox is disabled for this agent, the host runs it
+    sandboxed: dict[str, Any] = {}
+    outcome: RunOutcome
+    if target is not None:
+        try:
+            boxed = sandbox.run(
+                target,
+                [SHELL, "-c", shell_parse.normalize(rendered)],
+                cwd=target.container_path(cwd),
+                env=_environment(target.home(workspace), spec),
+                timeout=min(spec.timeout_seconds, target.config.timeout_seconds),
+            )
+        except sandbox.SandboxUnavailable as error:
+            return stop("run", str(error), rule="sandbox")
+        outcome, sandboxed = boxed, sandbox_data(boxed, target)
+    else:
+        try:
+            outcome = run_command(
+                shell_parse.normalize(rendered),
+                cwd=cwd,
+                env=_environment(str(workspace), spec),
+                timeout=spec.timeout_seconds,
+            )
+        except OSError as error:
+            return stop("run", f"could not start the command: {error.strerror or error}.")
     run.outcome = outcome
     text = mask(_format(outcome, spec.timeout_seconds), secrets)
     data: dict[str, Any] = {
+        **sandboxed,
         "tool": spec.name,
         "exit_code": outcome.exit_code,
         "timed_out": outcome.timed_out,
@@ -225,6 +246,8 @@ def execute(ctx: CallContext, spec: ToolSpec, args: dict[str, Any], *, check_sch
         detail = f"timed out after {spec.timeout_seconds}s; the command and its processes were killed."
     else:
         detail = f"exit code {outcome.exit_code} after {data['duration_ms']} ms."
+    if target is not None:
+        detail += f" Ran in the sandbox container {sandboxed['sandbox']['container']} ({target.scope} scope)."
     failed = outcome.timed_out or outcome.exit_code != 0
     run.steps.append(Step("run", not failed, detail))
     run.result = ToolResult.error(text, **data) if failed else ToolResult.ok(text, **data)

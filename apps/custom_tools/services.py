@@ -248,6 +248,7 @@ def _test_context(*, actor: Actor, agent: Agent, user_id: str) -> CallContext:
         user_id=user_id,
         origin="system",
         tool_settings=_tool_settings(settings["tools"], policy),
+        sandbox=settings["sandbox"],
     )
 
 

@@ -5,6 +5,7 @@ from apps.dashboard import (
     urls_custom_tools,
     urls_mcp,
     urls_policy,
+    urls_sandbox,
     urls_secure_cli,
     urls_teams,
 )
@@ -39,4 +40,5 @@ urlpatterns = [
     *urls_mcp.urlpatterns,
     *urls_custom_tools.urlpatterns,
     *urls_secure_cli.urlpatterns,
+    *urls_sandbox.urlpatterns,
 ]

@@ -15,6 +15,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from apps.runtime.sandbox import config as sandbox_config
 from apps.tools.catalog import CATALOG
 
 # A new tenant behaves as GoClaw does out of the box.
@@ -26,7 +27,7 @@ DEFAULTS: dict[str, Any] = {
 ORIGINS = ("user", "comm", "app", "skill", "system")
 SECURITY_LEVELS = ("deny", "allowlist", "full")
 ASK_MODES = ("off", "on-miss", "always")
-SANDBOX_MODES = ("off", "non-main", "all")
+SANDBOX_MODES = sandbox_config.MODES
 
 TENANT_POLICY = "PUT /api/v1/policy/tenant/"
 AGENT_POLICY = "PUT /api/v1/policy/agents/<key>/"
@@ -59,6 +60,8 @@ def effective(tenant_settings: Mapping[str, Any], agent_settings: Mapping[str, A
                 continue
             if key == "tools":
                 result["tools"] = _merged(result["tools"], layer["tools"])
+            elif key == "sandbox":  # key by key: an agent that sets "mode" keeps the tenant's limits
+                result["sandbox"] = sandbox_config.merged(result["sandbox"], layer["sandbox"])
             else:
                 result[key] = copy.deepcopy(layer[key])
     return result
@@ -88,9 +91,8 @@ def validate(settings: Mapping[str, Any]) -> dict[str, list[str]]:
         if key in settings:
             bad(key, message)
     if "sandbox" in settings:
-        value = settings["sandbox"]
-        if not isinstance(value, dict) or value.get("mode", "off") not in SANDBOX_MODES:
-            bad("sandbox", f'Must be an object whose "mode" is one of {", ".join(SANDBOX_MODES)}.')
+        for message in sandbox_config.validate(settings["sandbox"]):
+            bad("sandbox", message)
     if "tools" in settings:
         value = settings["tools"]
         if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):

@@ -38,6 +38,8 @@ class CallContext:
     tool_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Deny groups an exec approval lifted for this one call (only "package_install" can be).
     approved_deny_groups: frozenset[str] = frozenset()
+    # The effective ``sandbox`` settings (tenant overlaid by agent; apps.runtime.sandbox.config).
+    sandbox: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def sandbox_key(self) -> str:

@@ -531,6 +531,7 @@ def _context(
         subagent_depth=request.subagent_depth,
         tool_allow=request.tool_allow,
         tool_settings=_tool_settings(settings["tools"], policy),
+        sandbox=settings["sandbox"],
     )
 
 

@@ -37,7 +37,7 @@ import shutil
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import regex
 
@@ -48,6 +48,9 @@ from apps.runtime.tools import exec as exec_tool
 from apps.runtime.workspace import real_workspace, relative_to_workspace
 from apps.secure_cli import lookup
 from apps.secure_cli.lookup import LookupUnavailable, ResolvedCLI
+
+if TYPE_CHECKING:
+    from apps.runtime.sandbox.manager import Target
 
 logger = logging.getLogger(__name__)
 
@@ -256,10 +259,32 @@ def _resolve_program(route: ResolvedCLI, word: str, cwd: Path) -> tuple[str, str
     return program, real
 
 
+def _sandbox_program(route: ResolvedCLI, word: str) -> str:
+    """The program to run in the sandbox, or why not: the configured ``binary_path``, else the name
+    found on the container's safe PATH (the workspace is never on it); a path typed by the agent must be
+    exactly the configured one."""
+    name = route.name
+    configured = route.binary.binary_path
+    if "/" in word and word != configured:
+        return (
+            f"{PREFIX} binary path mismatch: {word} is not the registered {name}. "
+            f"Call it by its name: {name} …"
+        )
+    return configured or name
+
+
 def run_credentialed(
-    ctx: CallContext, command: str, route: ResolvedCLI, cwd: Path, trace: Trace | None = None
+    ctx: CallContext,
+    command: str,
+    route: ResolvedCLI,
+    cwd: Path,
+    trace: Trace | None = None,
+    *,
+    sandbox_target: Target | None = None,
 ) -> ToolResult:
-    """The credentialed path for a (normalised) ``command`` whose first word is ``route``'s binary."""
+    """The credentialed path for a (normalised) ``command`` whose first word is ``route``'s binary; in
+    ``sandbox_target``'s container when the sandbox applies (refused, never run on the host, when the
+    sandbox cannot run it)."""
     trace = trace if trace is not None else Trace()
     name = route.name
     if "\x00" in command:
@@ -287,12 +312,19 @@ def run_credentialed(
         )
     word, args = first_word(command), list(top[0].argv[1:])
 
-    resolved = _resolve_program(route, word, cwd)
-    if isinstance(resolved, str):
-        trace.add("path", "refused", word)
-        return ToolResult.error(resolved, credentialed=name)
-    program, real = resolved
-    trace.add("path", "passed", real)
+    if sandbox_target is not None:
+        program = _sandbox_program(route, word)
+        if program.startswith(PREFIX):
+            trace.add("path", "refused", word)
+            return ToolResult.error(program, credentialed=name)
+        trace.add("path", "passed", f"{program} in the sandbox container")
+    else:
+        resolved = _resolve_program(route, word, cwd)
+        if isinstance(resolved, str):
+            trace.add("path", "refused", word)
+            return ToolResult.error(resolved, credentialed=name)
+        program, real = resolved
+        trace.add("path", "passed", real)
 
     matched = args_match(route.deny_args, args)
     if matched is not None:
@@ -334,14 +366,34 @@ def run_credentialed(
     )
     timeout = route.timeout_seconds
     trace.add("timeout", "set", f"{timeout}s ({route.sources['timeout_seconds']})")
-    try:
-        outcome = exec_tool.run_process([program, *args], cwd=cwd, env=env, timeout=timeout)
-    except OSError as error:
-        trace.add("run", "failed", error.strerror or type(error).__name__)
-        return ToolResult.error(f"could not start {name}: {error.strerror or error}.", credentialed=name)
+    sandboxed: dict[str, Any] = {}
+    outcome: exec_tool.RunOutcome
+    if sandbox_target is not None:
+        from apps.runtime.sandbox import manager as sandbox
+
+        env["HOME"] = sandbox_target.home(workspace)
+        try:
+            boxed = sandbox.run(
+                sandbox_target,
+                [program, *args],
+                cwd=sandbox_target.container_path(cwd),
+                env=env,
+                timeout=timeout,
+            )
+        except sandbox.SandboxUnavailable as error:
+            trace.add("run", "refused", error.reason)
+            return ToolResult.error(f"{PREFIX} {error}", credentialed=name, rule="sandbox")
+        outcome, sandboxed = boxed, exec_tool.sandbox_data(boxed, sandbox_target)
+    else:
+        try:
+            outcome = exec_tool.run_process([program, *args], cwd=cwd, env=env, timeout=timeout)
+        except OSError as error:
+            trace.add("run", "failed", error.strerror or type(error).__name__)
+            return ToolResult.error(f"could not start {name}: {error.strerror or error}.", credentialed=name)
     text = exec_tool.format_outcome(outcome, timeout, timeout_hint=TIMEOUT_HINT)
     trace.add("run", "timed out" if outcome.timed_out else "finished", f"exit code {outcome.exit_code}")
     data: dict[str, Any] = {
+        **sandboxed,
         "credentialed": name,
         "exit_code": outcome.exit_code,
         "timed_out": outcome.timed_out,

@@ -353,6 +353,7 @@ def binary_test(
     output and the command with every credential value masked, and each decision taken. Audited with
     the outcome and the decisions (not the output). Runs outside a transaction: the program may take
     up to its timeout."""
+    from apps.runtime import config
     from apps.runtime.workspace import real_workspace, workspace_for
 
     _check_test_args(args, user_id)
@@ -368,6 +369,7 @@ def binary_test(
         workspace=workspace_for(tenant=actor.tenant, agent=agent, user_id=user_id),
         scrubber=scrubber,
         user_id=user_id,
+        sandbox=config.effective(actor.tenant.settings, agent.settings)["sandbox"],
     )
     command = shlex.join([binary.binary_name, *args])
     trace = execution.Trace()

@@ -16,6 +16,7 @@ from tests.api import (
     roles_custom_tools,
     roles_mcp,
     roles_policy,
+    roles_sandbox,
     roles_secure_cli,
     roles_teams,
 )
@@ -43,6 +44,7 @@ def _targets(tenant: Tenant) -> dict[str, str]:
         **roles_mcp.targets(tenant),
         **roles_custom_tools.targets(tenant),
         **roles_secure_cli.targets(tenant),
+        **roles_sandbox.targets(tenant),
     }
 
 
@@ -82,6 +84,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     *roles_mcp.ACTIONS,
     *roles_custom_tools.ACTIONS,
     *roles_secure_cli.ACTIONS,
+    *roles_sandbox.ACTIONS,
 ]
 
 

@@ -18,6 +18,7 @@ from tests.api import (
     isolation_custom_tools,
     isolation_mcp,
     isolation_policy,
+    isolation_sandbox,
     isolation_secure_cli,
     isolation_teams,
 )
@@ -73,6 +74,7 @@ CASES: dict[str, Case] = {
     **isolation_teams.CASES,
     **isolation_mcp.CASES,
     **isolation_custom_tools.CASES,
+    **isolation_sandbox.CASES,
     **isolation_secure_cli.CASES,
 }
 

@@ -37,13 +37,16 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from apps.runtime import safeguard, shell_deny, shell_parse
 from apps.runtime.context import CallContext
 from apps.runtime.registry import tool
 from apps.runtime.results import ToolResult
 from apps.runtime.workspace import PathError, real_workspace, relative_to_workspace, resolve_path
+
+if TYPE_CHECKING:
+    from apps.runtime.sandbox.manager import Outcome, Target
 
 SHELL = "/bin/sh"
 DEFAULT_TIMEOUT_SECONDS = 60
@@ -57,6 +60,8 @@ _DRAIN_AFTER_EXIT_SECONDS = 0.5
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 TIMEOUT_HINT = "run shorter steps, or pass a larger timeout (at most 300)"
+SANDBOX_TIMEOUT_HINT = "run shorter steps, or pass a larger timeout (at most the sandbox's limit)"
+KILLED_EXIT_CODE = 128 + 9  # sh's status for a child killed by SIGKILL
 # The one deny group an exec approval can lift (SPEC B §6.2: package installs go to approval).
 APPROVABLE_DENY_GROUP = "package_install"
 
@@ -113,7 +118,7 @@ def effective_timeout(requested: Any, settings: Mapping[str, Any]) -> int:
 
 
 @dataclass
-class _Capture:
+class Capture:
     """One output stream, kept up to the cap; everything past it is read and dropped."""
 
     chunks: list[bytes] = field(default_factory=list)
@@ -140,8 +145,8 @@ class RunOutcome:
     """What happened to a command."""
 
     exit_code: int | None
-    stdout: _Capture
-    stderr: _Capture
+    stdout: Capture
+    stderr: Capture
     timed_out: bool
     seconds: float
 
@@ -220,8 +225,8 @@ def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
         close_fds=True,
     )
     pgid = process.pid  # a new session's leader: its pid is the group id
-    stdout, stderr = _Capture(), _Capture()
-    streams: list[tuple[IO[bytes], _Capture]] = []
+    stdout, stderr = Capture(), Capture()
+    streams: list[tuple[IO[bytes], Capture]] = []
     if process.stdout is not None:
         streams.append((process.stdout, stdout))
     if process.stderr is not None:
@@ -336,11 +341,13 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
 
     # 0. Credentialed routing first: a registered CLI this agent reaches runs without a shell, with its
     # credentials (apps.secure_cli.execution); the same lookup gives the gate's verdict for the shell.
+    from apps.runtime.sandbox import manager as sandbox
     from apps.secure_cli import execution
 
+    target = sandbox.target_for(ctx)  # None: the sandbox is disabled for this agent, the host runs it
     plan = execution.plan(ctx, normalised)
     if plan.route is not None:
-        return execution.run_credentialed(ctx, normalised, plan.route, cwd)
+        return execution.run_credentialed(ctx, normalised, plan.route, cwd, sandbox_target=target)
 
     # 1. Safeguard: unconditional; no setting, approval or deny-group override reaches past it.
     blocked = safeguard.check_shell(command, workspace=workspace, cwd=cwd)
@@ -364,6 +371,9 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     if plan.refusal is not None:
         return ToolResult.error(plan.refusal, rule="secure_cli_gate")
 
+    if target is not None:
+        return _run_sandboxed(ctx, target, normalised, cwd, args, settings)
+
     timeout = effective_timeout(args.get("timeout"), settings)
     try:
         outcome = run_command(normalised, cwd=cwd, env=minimal_env(workspace), timeout=timeout)
@@ -378,6 +388,84 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         "stderr_truncated": outcome.stderr.truncated,
         "cwd": relative_to_workspace(cwd, ctx.workspace),
         "duration_ms": round(outcome.seconds * 1000),
+    }
+    if outcome.timed_out or outcome.exit_code != 0:
+        return ToolResult.error(text, **data)
+    return ToolResult.ok(text, **data)
+
+
+def sandbox_timeout(requested: Any, settings: Mapping[str, Any], limit: int) -> int:
+    """Seconds allowed in the sandbox: the call's ``timeout``, else ``tools.exec.timeout_seconds``, else
+    the sandbox's ``timeout_seconds`` (300), never more than the latter."""
+    for value in (requested, settings.get("timeout_seconds")):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return max(1, min(limit, value))
+    return limit
+
+
+def sandbox_env(target: Target, workspace: Path) -> dict[str, str]:
+    """A command's environment in the container: built from nothing, HOME inside the container."""
+    env = {"PATH": SAFE_PATH, "HOME": target.home(workspace), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    return sanitize_env({**env, "TERM": "dumb"})
+
+
+def sandbox_notes(outcome: RunOutcome, target: Target) -> str:
+    """What a model needs to read a sandboxed failure: a kill by signal 9 is most often the memory limit."""
+    if not outcome.timed_out and outcome.exit_code == KILLED_EXIT_CODE:
+        return (
+            f"[the command was killed (signal 9): it may have used more than the sandbox's "
+            f"{target.config.memory_mb} MB of memory]"
+        )
+    return ""
+
+
+def sandbox_data(outcome: Outcome, target: Target) -> dict[str, Any]:
+    return {
+        "sandbox": {
+            "container": outcome.container,
+            "scope": target.scope,
+            "workspace_access": target.config.workspace_access,
+            "new_container": outcome.started_container,
+        }
+    }
+
+
+def _run_sandboxed(
+    ctx: CallContext,
+    target: Target,
+    command: str,
+    cwd: Path,
+    args: Mapping[str, Any],
+    settings: Mapping[str, Any],
+) -> ToolResult:
+    """``command`` through ``sh -c`` in the call's container (apps.runtime.sandbox.manager); any
+    failure of the sandbox refuses the command."""
+    from apps.runtime.sandbox import manager as sandbox
+
+    timeout = sandbox_timeout(args.get("timeout"), settings, target.config.timeout_seconds)
+    workspace = real_workspace(ctx.workspace)
+    try:
+        outcome = sandbox.run(
+            target,
+            [SHELL, "-c", command],
+            cwd=target.container_path(cwd),
+            env=sandbox_env(target, workspace),
+            timeout=timeout,
+        )
+    except sandbox.SandboxUnavailable as error:
+        return ToolResult.error(str(error), rule="sandbox")
+    text = format_outcome(outcome, timeout, timeout_hint=SANDBOX_TIMEOUT_HINT)
+    note = sandbox_notes(outcome, target)
+    if note:
+        text = f"{text}\n{note}"
+    data: dict[str, Any] = {
+        "exit_code": outcome.exit_code,
+        "timed_out": outcome.timed_out,
+        "stdout_truncated": outcome.stdout.truncated,
+        "stderr_truncated": outcome.stderr.truncated,
+        "cwd": relative_to_workspace(cwd, ctx.workspace),
+        "duration_ms": round(outcome.seconds * 1000),
+        **sandbox_data(outcome, target),
     }
     if outcome.timed_out or outcome.exit_code != 0:
         return ToolResult.error(text, **data)
