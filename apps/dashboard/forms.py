@@ -194,7 +194,7 @@ class RuntimeSettingsForm(DashboardForm):
     sandbox_mode = forms.ChoiceField(
         choices=[(v, v) for v in SANDBOX_MODES],
         label="Sandbox mode",
-        help_text="off: no sandbox; non-main: every session but the main one; all: every session.",
+        help_text="off: no sandbox; non-main: every agent except main/default; all: every agent.",
     )
     tools = forms.CharField(
         required=False,
