@@ -1,0 +1,14 @@
+"""django-q2 jobs of the exec sandbox."""
+
+from __future__ import annotations
+
+from apps.runtime.sandbox import manager
+
+# The django-q2 Schedule registered by runtime migration 0003 runs the pruning under this name.
+PRUNE_SCHEDULE = "runtime.sandbox_prune"
+
+
+def prune() -> dict[str, int]:
+    """Remove idle, old, vanished and orphaned sandbox containers (``manager.prune``); the counts per
+    reason are the job's result, shown in the admin's task list."""
+    return manager.prune()
