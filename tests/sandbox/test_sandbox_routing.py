@@ -145,9 +145,7 @@ def test_a_credentialed_cli_runs_in_the_sandbox_with_its_token_scrubbed(
     assert not any(TOKEN in variable for variable in container.attrs["Config"]["Env"] or [])
 
 
-def test_a_credentialed_cli_refuses_an_unavailable_sandbox(
-    owner_a, member_a, agent, awk, settings, tmp_path
-):
+def test_a_credentialed_cli_refuses_an_unavailable_sandbox(owner_a, member_a, agent, awk, settings, tmp_path):
     configure(owner_a, mode="all")
     engine_down(settings, tmp_path)
     body = call(member_a, "exec", {"command": PRINTENV})
@@ -200,7 +198,8 @@ def test_concurrent_first_calls_share_one_container(tenant_a, agent, engine):
         # Each thread as a separate process would be: nothing known yet.
         manager._known.pop(target.name, None)
         try:
-            outcomes.append(manager.run(target, ["sh", "-c", "echo ok"], cwd="/workspace", env={}, timeout=30))
+            outcome = manager.run(target, ["sh", "-c", "echo ok"], cwd="/workspace", env={}, timeout=30)
+            outcomes.append(outcome)
         finally:
             connection.close()  # each thread's own connection
 
