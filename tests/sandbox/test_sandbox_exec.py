@@ -324,3 +324,13 @@ def test_pruning_removes_idle_containers(owner_a, member_a, agent, tenant_a, eng
     assert counts["idle"] == 1
     assert containers_of(engine) == []
     assert not SandboxContainer.objects.for_tenant(tenant_a).filter(pk=row.pk).exists()
+
+
+def test_cwd_maps_into_the_container(owner_a, member_a, agent, tenant_a):
+    configure(owner_a, mode="all")
+    (workspace_for(tenant=tenant_a, agent=agent, user_id="") / "sub" / "deeper").mkdir(parents=True)
+    body = run(member_a, "pwd", cwd="sub/deeper")
+    assert body["for_llm"].splitlines()[0] == "/workspace/sub/deeper"
+    refused = run(member_a, "pwd", cwd="../..")
+    assert refused["is_error"] is True
+    assert "cwd refused" in refused["for_llm"]
