@@ -1,0 +1,57 @@
+"""Reads of the sandbox's container rows and settings, always within one tenant. ``access_container``
+answers a missing container and another tenant's with the same 404."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from django.http import Http404
+
+from apps.runtime.config import effective
+from apps.runtime.sandbox.config import SandboxConfig
+from apps.runtime.sandbox_models import SandboxContainer
+from apps.tenants.scoping import TenantQuerySet
+
+if TYPE_CHECKING:
+    from apps.tenants.actors import Actor
+    from apps.tenants.models import Agent, Tenant
+
+# The most containers a list shows (the API pages up to this; the dashboard shows the first this many).
+MAX_CONTAINERS = 200
+
+
+def container_list(*, tenant: Tenant) -> TenantQuerySet[SandboxContainer]:
+    """The tenant's containers, the most recently used first."""
+    return (
+        SandboxContainer.objects.for_tenant(tenant)
+        .select_related("agent", "tenant")
+        .order_by("-last_used_at", "-created_at", "id")
+    )
+
+
+def access_container(*, actor: Actor, id: object) -> SandboxContainer:
+    try:
+        pk = uuid.UUID(str(id))
+    except ValueError:
+        raise Http404("No sandbox container with this id.") from None
+    row = container_list(tenant=actor.tenant).filter(pk=pk).first()
+    if row is None:
+        raise Http404("No sandbox container with this id.")
+    return row
+
+
+def tenant_config(tenant: Tenant) -> SandboxConfig:
+    """The tenant's sandbox configuration in effect (defaults < the tenant's keys), before any agent's."""
+    return SandboxConfig.of(effective(tenant.settings, {})["sandbox"])
+
+
+def agent_config(tenant: Tenant, agent: Agent) -> SandboxConfig:
+    """One agent's sandbox configuration in effect: its own keys over the tenant's."""
+    return SandboxConfig.of(effective(tenant.settings, agent.settings)["sandbox"])
+
+
+def stored(settings: Any) -> dict[str, Any]:
+    """The ``sandbox`` object stored in a tenant's or agent's settings (empty when there is none)."""
+    value = settings.get("sandbox") if isinstance(settings, dict) else None
+    return dict(value) if isinstance(value, dict) else {}
