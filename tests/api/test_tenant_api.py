@@ -36,7 +36,8 @@ def test_admins_change_settings_audited_and_null_removes_a_key(admin_a, tenant_a
 @pytest.mark.parametrize(
     ("settings", "fragment"),
     [
-        ({"sandbox": {"mode": "maybe"}}, "sandbox: Must be an object"),
+        ({"sandbox": {"mode": "maybe"}}, 'sandbox: "mode" must be one of off, non-main, all.'),
+        ({"sandbox": "all"}, "sandbox: Must be an object"),
         ({"tools": {"nosuchtool": {}}}, "tools: Unknown tools: nosuchtool."),
         ({"tools": {"exec": 5}}, "tools: Must be an object of tool name -> settings object."),
     ],
@@ -102,7 +103,8 @@ def test_agent_settings_are_validated_the_same_way(admin_a):
         "/api/v1/agents/", {"key": "a", "name": "A", "settings": {"sandbox": {"mode": "x"}}}, format="json"
     )
     assert response.status_code == 400
-    assert "sandbox: Must be an object" in response.json()["error"]["details"]["settings"][0]
+    [message] = response.json()["error"]["details"]["settings"]
+    assert 'sandbox: "mode" must be one of off, non-main, all.' in message
 
 
 def test_members_cannot_change_the_tenant(member_a, tenant_a):
