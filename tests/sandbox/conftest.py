@@ -1,17 +1,13 @@
 """A real Docker engine and a small sandbox image built here, without a registry.
 
-The image is a root file system made of Debian's static busybox (``busybox-static``) imported with
-``docker import`` (the SDK's ``import_image_from_data``); its tag carries a digest of what it is made
-of, so a changed layout builds a new one. Every container the tests make carries this run's own
-installation label and is removed at the end.
+The image is the busybox root file system of :mod:`apps.runtime.sandbox.image` (Debian's static busybox,
+``docker import``); its tag carries a digest of what it is made of, so a changed layout builds a new
+one. Every container the tests make carries this run's own installation label and is removed at the end.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import subprocess
-import tarfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,13 +17,9 @@ import docker
 import docker.errors
 import pytest
 
-from apps.runtime.sandbox import manager
+from apps.runtime.sandbox import image, manager
 
-BUSYBOX = Path("/bin/busybox")
 REPOSITORY = "toolgate-test-sandbox"
-# Directories of the image; /workspace is where the workspace is mounted, the rest are the tmpfs
-# mount points and what a shell expects to find.
-DIRECTORIES = ("bin", "tmp", "var/tmp", "run", "workspace", "etc", "proc", "sys", "dev", "root")
 RUN_INSTANCE = f"test{uuid.uuid4().hex[:8]}"
 ENGINE_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "docker-engine.sh"
 
@@ -51,49 +43,14 @@ def _engine() -> docker.DockerClient:
     raise AssertionError("unreachable")
 
 
-def _applets() -> list[str]:
-    listed = subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True, check=True)
-    return sorted(name for name in listed.stdout.split() if name and "/" not in name)
-
-
-def _rootfs(applets: list[str]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for directory in DIRECTORIES:
-            info = tarfile.TarInfo(directory)
-            info.type = tarfile.DIRTYPE
-            info.mode = 0o1777 if directory in ("tmp", "var/tmp") else 0o755
-            tar.addfile(info)
-        data = BUSYBOX.read_bytes()
-        info = tarfile.TarInfo("bin/busybox")
-        info.size, info.mode = len(data), 0o755
-        tar.addfile(info, io.BytesIO(data))
-        for applet in applets:
-            if applet == "busybox":
-                continue
-            link = tarfile.TarInfo(f"bin/{applet}")
-            link.type, link.linkname = tarfile.SYMTYPE, "busybox"
-            tar.addfile(link)
-        passwd = b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"
-        info = tarfile.TarInfo("etc/passwd")
-        info.size, info.mode = len(passwd), 0o644
-        tar.addfile(info, io.BytesIO(passwd))
-    return buffer.getvalue()
-
-
 @pytest.fixture(scope="session")
 def sandbox_image() -> Iterator[str]:
     """The tag of the test image on a running engine (built once per content)."""
-    if not BUSYBOX.exists():
-        pytest.fail("Debian's busybox-static is missing: apt-get install busybox-static (make test does)")
     client = _engine()
-    applets = _applets()
-    digest = hashlib.sha256(BUSYBOX.read_bytes() + "\n".join((*applets, *DIRECTORIES)).encode()).hexdigest()
-    tag = f"{REPOSITORY}:{digest[:12]}"
     try:
-        client.images.get(tag)
-    except docker.errors.ImageNotFound:
-        client.api.import_image_from_data(_rootfs(applets), repository=REPOSITORY, tag=digest[:12])
+        tag = image.build_busybox_image(client, repository=REPOSITORY)
+    except image.ImageBuildError as error:
+        pytest.fail(f"the test sandbox image cannot be built: {error} (make test installs busybox-static)")
     yield tag
     # Whatever a test left behind of this run goes with it.
     for container in containers_of(client):
