@@ -1,0 +1,386 @@
+"""What the exec sandbox adds to a command: a ``docker exec`` in a reused container against the host.
+
+Against the real Docker engine at ``TOOLGATE_DOCKER_URL``, with the busybox image of
+:mod:`apps.runtime.sandbox.image` (built when missing), under a throwaway installation label
+(``TOOLGATE_SANDBOX_INSTANCE``) whose containers are removed at the end. The calls go to the ``exec``
+tool as the pipeline makes them (a ``CallContext`` with the agent's effective ``sandbox`` settings): the
+safeguard, the deny groups and the secure-CLI gate run in both modes, only where the command runs
+differs. The sandbox has its defaults (session scope, 512 MB, 1 CPU, no network, read-only root).
+
+* warm: the same command, sandbox mode ``all`` in the session's reused container against mode ``off``
+  (the host's ``/bin/sh`` in the workspace), one after the other so that both meet the same load;
+  ``echo hi`` (nothing but the overhead) and ``ls -la | wc -l`` (a pipe of two programs over the
+  workspace's 40 files). Both must print the same.
+* cold: the first call of a session, which creates and starts the container (removed before each run).
+* layers, for ``echo hi``: the host runner alone (``run_command``), the engine's own exec (create, start,
+  inspect; no wrapper), and ``manager.run`` (the wrapper with ``setsid``, the reading thread, the use
+  count), so the difference between the tool's figures can be put where it belongs.
+
+Run alone with ``python -m bench.sandbox`` (it makes and drops its own bench database), or as part of
+``python -m bench`` (left out with ``--skip-sandbox``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import docker
+
+    from apps.runtime.context import CallContext
+    from apps.tenants.models import Tenant
+
+RUNS = 50
+COLD_RUNS = 10
+WARMUP = 5
+FILES = 40
+COMMANDS = ("echo hi", "ls -la | wc -l")
+TIMEOUT_SECONDS = 60
+
+
+class EngineUnavailable(RuntimeError):
+    """The Docker engine does not answer, or the busybox image cannot be built."""
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    samples: list[float]  # milliseconds
+    baseline: list[float] | None = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p95(self) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+    def ratio(self) -> str:
+        if not self.baseline:
+            return "1.0x"
+        return f"{self.median / statistics.median(self.baseline):.1f}x"
+
+
+def _client() -> docker.DockerClient:
+    import docker
+    from django.conf import settings
+
+    from apps.runtime.sandbox import manager
+
+    return docker.DockerClient(
+        base_url=settings.TOOLGATE_DOCKER_URL,
+        version=manager.API_VERSION,
+        timeout=manager.API_TIMEOUT_SECONDS,
+    )
+
+
+def prepare() -> tuple[str, str]:
+    """(engine version, image tag): the engine answers and has the busybox image (built when missing);
+    raises :class:`EngineUnavailable` with what to do otherwise."""
+    from django.conf import settings
+
+    from apps.runtime.sandbox import image
+
+    url = settings.TOOLGATE_DOCKER_URL
+    client = _client()
+    try:
+        version = str(client.version().get("Version", "?"))
+        tag = image.build_busybox_image(client)
+    except image.ImageBuildError as error:
+        raise EngineUnavailable(f"the busybox sandbox image cannot be built: {error}") from None
+    except Exception as error:
+        raise EngineUnavailable(
+            f"the Docker engine at {url} does not answer ({type(error).__name__}: {error}); start it "
+            "(bash scripts/docker-engine.sh), or leave the sandbox out with --skip-sandbox"
+        ) from None
+    finally:
+        client.close()
+    return version, tag
+
+
+def _timed(call: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    call()
+    return (time.perf_counter() - started) * 1000
+
+
+def _context(tenant: Tenant, agent: Any, workspace: Path, sandbox: dict[str, Any], call: int) -> CallContext:
+    from apps.runtime.context import CallContext
+    from apps.runtime.scrubber import Scrubber
+    from apps.tenants.actors import Actor
+
+    return CallContext(
+        tenant=tenant,
+        agent=agent,
+        actor=Actor.system(tenant),
+        call_id=f"bench-sandbox-{call}",
+        workspace=workspace,
+        scrubber=Scrubber(),
+        session_key="bench",
+        sandbox=sandbox,
+    )
+
+
+def _tool_call(ctx: CallContext, command: str) -> Callable[[], str]:
+    from apps.runtime.tools.exec import exec_command
+
+    def call() -> str:
+        result = exec_command(ctx, {"command": command})
+        if result.is_error:
+            raise AssertionError(f"{command!r} failed: {result.for_llm}")
+        return str(result.for_llm)
+
+    return call
+
+
+def _measure(
+    tenant: Tenant, agent: Any, workspace: Path, runs: int, cold_runs: int
+) -> list[tuple[str, list[Row]]]:
+    from apps.runtime.sandbox import manager
+    from apps.runtime.sandbox_models import SandboxContainer
+    from apps.runtime.tools.exec import SHELL, exec_command, minimal_env, run_command, sandbox_env
+
+    host_ctx = _context(tenant, agent, workspace, {}, 1)
+    sandbox_ctx = _context(tenant, agent, workspace, {"mode": "all"}, 2)
+    target = manager.target_for(sandbox_ctx)
+    if target is None or manager.target_for(host_ctx) is not None:
+        raise AssertionError("the sandbox settings of the bench do not route as expected")
+
+    warm: list[Row] = []
+    for command in COMMANDS:
+        on_host, in_sandbox = _tool_call(host_ctx, command), _tool_call(sandbox_ctx, command)
+        for _ in range(WARMUP):
+            if on_host() != in_sandbox():
+                raise AssertionError(f"{command!r}: the host and the sandbox printed different things")
+        host: list[float] = []
+        sandboxed: list[float] = []
+        for _ in range(runs):  # alternated: both meet the same load
+            host.append(_timed(on_host))
+            sandboxed.append(_timed(in_sandbox))
+        warm.append(Row(f"exec `{command}` on the host (sandbox off)", host))
+        warm.append(Row(f"exec `{command}` in the sandbox, warm", sandboxed, host))
+
+    def first_call() -> None:
+        result = exec_command(sandbox_ctx, {"command": COMMANDS[0]})
+        if result.is_error or not result.data["sandbox"]["new_container"]:
+            raise AssertionError(f"the first call did not make a container: {result.for_llm}")
+
+    cold_samples: list[float] = []
+    for _ in range(cold_runs):
+        for row in SandboxContainer.objects.for_tenant(tenant).filter(agent=agent):
+            if not manager.remove(row, reason="bench"):
+                raise AssertionError("the engine did not remove the bench's container")
+        cold_samples.append(_timed(first_call))
+    cold = [Row(f"exec `{COMMANDS[0]}`, first call: container created", cold_samples, warm[0].samples)]
+
+    container_id = manager.ensure(target)
+    api = manager.client().api
+    user = f"{os.getuid()}:{os.getgid()}"  # as the manager runs every command
+    env = sandbox_env(target, workspace)
+    host_env = minimal_env(workspace)
+
+    def host_runner() -> None:
+        outcome = run_command(COMMANDS[0], cwd=workspace, env=host_env, timeout=TIMEOUT_SECONDS)
+        assert outcome.exit_code == 0
+
+    def engine_exec() -> None:
+        created = api.exec_create(
+            container_id, [SHELL, "-c", COMMANDS[0]], workdir="/workspace", environment=env, user=user
+        )
+        api.exec_start(created["Id"], demux=True)
+        assert api.exec_inspect(created["Id"])["ExitCode"] == 0
+
+    def engine_exec_wrapped() -> None:
+        argv = [
+            "sh",
+            "-c",
+            manager._WRAPPER,
+            "toolgate-exec",
+            uuid.uuid4().hex[:16],
+            SHELL,
+            "-c",
+            COMMANDS[0],
+        ]
+        created = api.exec_create(container_id, argv, workdir="/workspace", environment=env, user=user)
+        api.exec_start(created["Id"], demux=True)
+        assert api.exec_inspect(created["Id"])["ExitCode"] == 0
+
+    def manager_run() -> None:
+        outcome = manager.run(
+            target, [SHELL, "-c", COMMANDS[0]], cwd="/workspace", env=env, timeout=TIMEOUT_SECONDS
+        )
+        assert outcome.exit_code == 0
+
+    calls = (
+        ("host: run_command (sh -c in its own process group)", host_runner),
+        ("engine: exec create + start + inspect, no wrapper", engine_exec),
+        ("engine: the same with the manager's setsid wrapper", engine_exec_wrapped),
+        ("manager.run: wrapper (setsid), reader thread, use count", manager_run),
+    )
+    for _ in range(WARMUP):
+        for _label, call in calls:
+            call()
+    timings: list[list[float]] = [[] for _ in calls]
+    for _ in range(runs):  # alternated, as above
+        for samples, (_label, call) in zip(timings, calls, strict=True):
+            samples.append(_timed(call))
+    layers = [
+        Row(label, samples, None if index == 0 else timings[0])
+        for index, ((label, _call), samples) in enumerate(zip(calls, timings, strict=True))
+    ]
+    return [
+        ("warm: the exec tool, container reused", warm),
+        ("cold: the first call of a session", cold),
+        (f"layers of `{COMMANDS[0]}`", layers),
+    ]
+
+
+def _cleanup(tenant: Tenant, agent: Any, instance: str) -> None:
+    from apps.runtime.sandbox import manager
+    from apps.runtime.sandbox_models import SandboxContainer
+
+    manager.reset_client()
+    client = _client()
+    try:
+        for container in client.containers.list(
+            all=True, filters={"label": [f"{manager.LABEL_INSTANCE}={instance}"]}
+        ):
+            container.remove(force=True)
+    finally:
+        client.close()
+    SandboxContainer.objects.for_tenant(tenant).filter(agent=agent).delete()
+
+
+def _table(sections: list[tuple[str, list[Row]]]) -> list[str]:
+    lines = ["| what | runs | median ms | p95 ms | vs host |", "| --- | ---: | ---: | ---: | ---: |"]
+    for title, rows in sections:
+        lines.append(f"| **{title}** | | | | |")
+        for row in rows:
+            label = row.label.replace("|", "\\|")  # a pipe in a command would end the cell
+            lines.append(
+                f"| {label} | {len(row.samples)} | {row.median:.2f} | {row.p95:.2f} | {row.ratio()} |"
+            )
+    return lines
+
+
+def _summary(sections: list[tuple[str, list[Row]]]) -> list[str]:
+    (_, warm), (_, cold), (_, layers) = sections
+    host_echo, sandbox_echo, host_ls, sandbox_ls = warm
+    runner, engine, wrapped, managed = layers
+    return [
+        f"Warm, the sandbox adds {sandbox_echo.median - host_echo.median:.0f} ms to `{COMMANDS[0]}` "
+        f"({sandbox_echo.ratio()} the host) and {sandbox_ls.median - host_ls.median:.0f} ms to "
+        f"`{COMMANDS[1]}` ({sandbox_ls.ratio()}).",
+        f"Cold, creating and starting the container adds {cold[0].median - sandbox_echo.median:.0f} ms "
+        "to the first call of a session.",
+        f"Where a warm call's time goes: the engine's exec {engine.median - runner.median:.0f} ms over the "
+        f"host's process start, the setsid wrapper {wrapped.median - engine.median:.0f} ms, the manager's "
+        f"streamed read and use count {managed.median - wrapped.median:.0f} ms; the tool's own checks "
+        f"(safeguard, deny groups, secure-CLI gate; the same in both modes) "
+        f"{host_echo.median - runner.median:.0f} ms.",
+    ]
+
+
+def run(
+    *, tenant: Tenant, runs: int = RUNS, cold_runs: int = COLD_RUNS, prepared: tuple[str, str] | None = None
+) -> list[str]:
+    """Measure and return the report lines. A throwaway agent of ``tenant`` makes the calls; its
+    containers, rows and workspace are removed at the end."""
+    from django.test import override_settings
+
+    from apps.runtime.sandbox import manager
+    from apps.runtime.workspace import workspace_for
+    from apps.tenants import services
+    from apps.tenants.actors import Actor
+
+    version, tag = prepared or prepare()
+    instance = f"bench{uuid.uuid4().hex[:8]}"
+    with override_settings(
+        TOOLGATE_SANDBOX_IMAGE=tag, TOOLGATE_SANDBOX_IMAGES=[tag], TOOLGATE_SANDBOX_INSTANCE=instance
+    ):
+        manager.reset_client()
+        agent = services.agent_create(
+            actor=Actor.system(tenant), key=f"sandbox-{instance}", name="Sandbox bench"
+        )
+        workspace = workspace_for(tenant=tenant, agent=agent, user_id="")
+        for index in range(FILES):
+            (workspace / f"file-{index:02d}.txt").write_text(f"line {index}\n" * index)
+        try:
+            started = time.monotonic()
+            sections = _measure(tenant, agent, workspace, runs, cold_runs)
+            seconds = time.monotonic() - started
+        finally:
+            _cleanup(tenant, agent, instance)
+            shutil.rmtree(workspace, ignore_errors=True)
+    cores = os.cpu_count() or 0
+    return [
+        f"The exec sandbox (bench.sandbox): Docker {version}, image {tag} (busybox), {cores} cores, "
+        f"{runs} runs per row after {WARMUP} warm-up ({cold_runs} cold starts), {seconds:.1f}s",
+        "",
+        *_table(sections),
+        "",
+        "vs host: the median over the median of the same command on the host (layers: of run_command).",
+        *_summary(sections),
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.sandbox", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=RUNS, help=f"timed runs per row (default {RUNS})")
+    parser.add_argument("--cold-runs", type=int, default=COLD_RUNS, help=f"cold starts (default {COLD_RUNS})")
+    args = parser.parse_args()
+    if args.runs < 1 or args.cold_runs < 1:
+        parser.error("--runs and --cold-runs are at least 1")
+
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connections
+
+    from apps.tenants import services
+    from bench import db
+    from config import embedded_db
+
+    try:
+        prepared = prepare()
+    except EngineUnavailable as error:
+        print(f"bench.sandbox: {error}", file=sys.stderr)
+        return 1
+    settings_dict = connections["default"].settings_dict
+    try:
+        db.recreate(settings_dict)
+        call_command("migrate", verbosity=0, interactive=False)
+        call_command("createcachetable", verbosity=0)
+        tenant = services.tenant_create(slug="bench", name="Bench")
+        lines = run(tenant=tenant, runs=args.runs, cold_runs=args.cold_runs, prepared=prepared)
+    finally:
+        connections.close_all()
+        db.drop(settings_dict)
+        if settings.EMBEDDED_DATABASE and embedded_db.started_here:
+            embedded_db.stop()
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    from bench.db import BENCH_DB
+
+    # As ``python -m bench`` does: only the throwaway bench database is ever touched.
+    os.environ["TOOLGATE_DB_NAME"] = BENCH_DB
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    sys.exit(main())
