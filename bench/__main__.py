@@ -29,7 +29,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 from django.test import Client, override_settings  # noqa: E402
 
-from bench import data, db, http_execute, mcp_bridge, mcp_endpoint, measure, policy, scrub, teams  # noqa: E402
+from bench import data, db, http_execute, mcp_bridge, mcp_endpoint, measure, policy, sandbox, scrub, teams  # noqa: E402
 from bench.urls import BASELINE_PATH  # noqa: E402
 from config import embedded_db  # noqa: E402
 
@@ -88,7 +88,15 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=4.0, help="timed run per endpoint (default 4)")
     parser.add_argument("--show-queries", action="store_true", help="print the SQL of one request each")
     parser.add_argument("--skip-http", action="store_true", help="skip the execute-over-daphne measurement")
+    parser.add_argument(
+        "--skip-sandbox", action="store_true", help="skip the exec sandbox (Docker) measurement"
+    )
     args = parser.parse_args()
+    # The Docker engine is checked (and the busybox image built) before minutes are spent on the rest.
+    try:
+        sandboxed = None if args.skip_sandbox else sandbox.prepare()
+    except sandbox.EngineUnavailable as error:
+        parser.exit(1, f"python -m bench: {error}\n")
 
     settings_dict = connections["default"].settings_dict
     started = time.monotonic()
@@ -141,6 +149,7 @@ def main() -> int:
             seconds=args.seconds,
             http=not args.skip_http,
         )
+        sandbox_lines = None if sandboxed is None else sandbox.run(tenant=seeded.tenant, prepared=sandboxed)
     finally:
         connections.close_all()
         db.drop(settings_dict)
@@ -170,6 +179,8 @@ def main() -> int:
         print(mcp_table)
     print("\n" + "\n".join(policy_lines))
     print("\n" + "\n".join(team_lines))
+    if sandbox_lines is not None:
+        print("\n" + "\n".join(sandbox_lines))
     if args.show_queries:
         for r in results:
             print(f"\n{r.label}:")
