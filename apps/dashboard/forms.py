@@ -13,6 +13,8 @@ from apps.policy.documents import MAX_DOCUMENT_BYTES
 from apps.policy.models import Scope
 from apps.runtime.config import DEFAULTS, SANDBOX_MODES
 from apps.runtime.config import validate as validate_runtime
+from apps.runtime.sandbox import config as sandbox_config
+from apps.runtime.sandbox.config import SandboxConfig
 from apps.teams import team_settings
 from apps.teams.models import Escalation, TaskComment, TaskEvent, Team
 from apps.tenants.errors import ServiceError
@@ -616,3 +618,137 @@ class TaskEventFilterForm(FilterForm):
 
 class EscalationFilterForm(FilterForm):
     state = forms.ChoiceField(choices=[("", "Any"), *Escalation.State.choices], required=False)
+
+
+# --- sandbox ----------------------------------------------------------------------------------------------
+
+SANDBOX_LABELS = {
+    "mode": "Mode",
+    "scope": "Scope",
+    "workspace_access": "Workspace access",
+    "image": "Image",
+    "memory_mb": "Memory (MB)",
+    "cpus": "CPUs",
+    "pids_limit": "Processes at most",
+    "timeout_seconds": "Command timeout (seconds)",
+    "network": "Network",
+    "read_only_root": "Read-only root file system",
+    "tmpfs_size_mb": "tmpfs size (MB)",
+}
+SANDBOX_HELP = {
+    "mode": "off: no sandbox; non-main: every agent except main/default; all: every agent.",
+    "scope": "session: a container per session; agent: one per agent; shared: one for the whole tenant, "
+    "with every agent's workspace.",
+    "workspace_access": "The agent's workspace at /workspace: read-write (rw), read-only (ro) or not "
+    "mounted (none).",
+    "image": "One of the images this server allows (TOOLGATE_SANDBOX_IMAGES).",
+    "memory_mb": "No swap beyond it; a command over it is killed.",
+    "cpus": "CPU cores the container may use.",
+    "pids_limit": "Processes and threads at once (a fork bomb stops here).",
+    "timeout_seconds": "The longest a command may run inside the sandbox.",
+    "network": "Warning: this opens the container to the network (Docker's bridge): commands can reach "
+    "the internet and the hosts around this server.",
+    "read_only_root": "The image's file system is read-only; the workspace and the tmpfs mounts stay "
+    "writable.",
+    "tmpfs_size_mb": "Each of /tmp, /var/tmp and /run (noexec, nosuid, nodev).",
+}
+_ON_OFF = {"on": True, "off": False}
+# The choices and bounds the sandbox settings are validated with, so the form offers exactly those.
+SANDBOX_CHOICES: dict[str, tuple[str, ...]] = sandbox_config._CHOICES
+SANDBOX_NUMBERS: dict[str, tuple[type, float, float]] = sandbox_config._NUMBERS
+SANDBOX_BOOLEANS: tuple[str, ...] = sandbox_config._BOOLEANS
+
+
+class SandboxSettingsForm(DashboardForm):
+    """Every sandbox key (``apps.runtime.sandbox.config.KEYS``) as a field.
+
+    For the tenant (``inherited`` None) every key is set. For an agent, ``inherited`` is the tenant's
+    configuration in effect and each key may be left to inherit it (an empty choice or number);
+    :meth:`values` then holds only the keys the agent overrides."""
+
+    def __init__(self, *args: Any, inherited: SandboxConfig | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.inherited = inherited
+        for key in sandbox_config.KEYS:
+            field = self._field(key)
+            field.label = SANDBOX_LABELS[key]
+            field.help_text = SANDBOX_HELP[key]
+            if key in SANDBOX_NUMBERS:
+                _, low, high = SANDBOX_NUMBERS[key]
+                field.help_text += f" From {low:g} to {high:g}."
+            self.fields[key] = field
+
+    def _inherit(self, key: str) -> str:
+        assert self.inherited is not None
+        value = getattr(self.inherited, key)
+        shown = (
+            ("on" if value else "off")
+            if isinstance(value, bool)
+            else f"{value:g}"
+            if key == "cpus"
+            else value
+        )
+        return f"inherit from tenant ({shown})"
+
+    def _field(self, key: str) -> forms.Field:
+        agent = self.inherited is not None
+        if key in SANDBOX_CHOICES or key == "image":
+            options = sandbox_config.allowed_images() if key == "image" else SANDBOX_CHOICES[key]
+            choices = [(v, v) for v in options]
+            if agent:
+                choices.insert(0, ("", self._inherit(key)))
+            return forms.ChoiceField(choices=choices, required=not agent)
+        if key in SANDBOX_NUMBERS:
+            kind, low, high = SANDBOX_NUMBERS[key]
+            attrs = {"placeholder": self._inherit(key)} if agent else {}
+            if kind is int:
+                return forms.IntegerField(
+                    min_value=int(low),
+                    max_value=int(high),
+                    required=not agent,
+                    widget=forms.NumberInput(attrs),
+                )
+            return forms.FloatField(
+                min_value=low,
+                max_value=high,
+                required=not agent,
+                widget=forms.NumberInput({"step": "0.1", **attrs}),
+            )
+        if agent:
+            return forms.ChoiceField(
+                choices=[("", self._inherit(key)), ("on", "on"), ("off", "off")], required=False
+            )
+        return forms.BooleanField(required=False)
+
+    @staticmethod
+    def initial_for(values: dict[str, Any], *, agent: bool = False) -> dict[str, Any]:
+        """The form's initial data from a sandbox object (the tenant's in effect, or an agent's own keys)."""
+        if not agent:
+            return dict(values)
+        return {
+            key: ("on" if value else "off") if isinstance(value, bool) else value
+            for key, value in values.items()
+            if key in sandbox_config.KEYS
+        }
+
+    def values(self) -> dict[str, Any]:
+        """The sandbox object the form sets (call after ``is_valid``): every key for the tenant, the
+        overridden ones for an agent."""
+        result: dict[str, Any] = {}
+        for key in sandbox_config.KEYS:
+            value = self.cleaned_data.get(key)
+            if self.inherited is None:
+                result[key] = bool(value) if key in SANDBOX_BOOLEANS else value
+            elif value not in (None, ""):
+                result[key] = _ON_OFF[value] if key in SANDBOX_BOOLEANS else value
+        return result
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        # The rule the tenant and agent services apply, so a refusal is shown next to its field.
+        for message in sandbox_config.validate(self.values()):
+            field = next((key for key in sandbox_config.KEYS if f'"{key}"' in message), None)
+            self.add_error(field, message)
+        return cleaned
