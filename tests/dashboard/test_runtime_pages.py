@@ -323,13 +323,13 @@ def test_policy_fields_posted_to_the_settings_form_change_nothing(admin, tenant_
 
 def test_a_partial_value_set_through_the_api_is_not_rewritten_by_an_untouched_form(admin, tenant_a):
     services.tenant_update(
-        actor=Actor.system(tenant_a), changes={"settings": {"sandbox": {"image": "toolgate/sandbox:2"}}}
+        actor=Actor.system(tenant_a), changes={"settings": {"sandbox": {"memory_mb": 1024}}}
     )
     before = audit_count(tenant_a)
 
     admin.post(reverse("dashboard:runtime_settings_edit"), DEFAULT_FORM)
 
-    assert fresh(tenant_a).settings == {"sandbox": {"image": "toolgate/sandbox:2"}}
+    assert fresh(tenant_a).settings == {"sandbox": {"memory_mb": 1024}}
     assert audit_count(tenant_a) == before
 
 
