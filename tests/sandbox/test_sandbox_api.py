@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from apps.audit.models import AuditEvent
 from apps.runtime.sandbox import manager
+from apps.runtime.sandbox import services as sandbox_services
 from apps.runtime.sandbox_models import SandboxContainer
 from apps.tenants import services
 from apps.tenants.actors import Actor
@@ -313,7 +314,21 @@ def test_administrators_see_containers_made_and_stopped_live(tenant_a, live, eng
         refused = bystander.request({"type": "subscribe", "topics": ["sandbox"]})
         assert (refused["type"], refused["code"]) == ("error", "permission_denied")
 
+        system = Actor.system(tenant_a)
+        sandbox_services.sandbox_settings_update(actor=system, values={"mode": "all", "memory_mb": 256})
+        tenant_wide = watcher.wait_for(
+            lambda m: event_of(m, topic="sandbox", type="sandbox.settings.updated")
+        )
+        assert tenant_wide["event"]["data"] == {"agent": None, "sandbox": {"mode": "all", "memory_mb": 256}}
+        bot = Agent.objects.for_tenant(tenant_a).get(key="bot")
+        sandbox_services.agent_sandbox_update(actor=system, agent=bot, values={"pids_limit": 64})
+        own = watcher.wait_for(
+            lambda m: event_of(m, topic="sandbox", type="sandbox.settings.updated", agent="bot")
+        )
+        assert own["event"]["data"]["sandbox"] == {"pids_limit": 64}
+
         row = make_container(admin, member)
+        assert row["limits"]["pids_limit"] == 64  # the agent's own key
         created = watcher.wait_for(lambda m: event_of(m, topic="sandbox", type="sandbox.container.created"))
         assert created["event"]["data"]["id"] == row["id"]
         assert created["event"]["tenant"] == tenant_a.slug
