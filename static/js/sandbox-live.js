@@ -13,6 +13,15 @@
   const CHANGES = { "sandbox.container.created": true, "sandbox.container.removed": true };
   let fresh = null; // the id of a container made a moment ago
 
+  // A session that ended answers the fragment with the login page (after a redirect): keep the table.
+  document.body.addEventListener("htmx:beforeSwap", function (event) {
+    if (event.target !== box) return;
+    const url = event.detail.xhr && event.detail.xhr.responseURL;
+    if (url && new URL(url).pathname !== new URL(box.getAttribute("hx-get"), window.location.href).pathname) {
+      event.detail.shouldSwap = false;
+    }
+  });
+
   document.body.addEventListener("htmx:afterSwap", function (event) {
     if (event.target !== box || !fresh) return;
     const row = box.querySelector('tr[data-id="' + CSS.escape(String(fresh)) + '"]');

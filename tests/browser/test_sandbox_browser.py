@@ -143,6 +143,15 @@ def test_an_admin_turns_the_sandbox_on_sees_a_container_arrive_and_stops_it(sand
                 engine.containers.get(container.id)
             expect(watcher.locator("#sandbox-containers tr[data-id]")).to_have_count(0, timeout=8_000)
             assert watcher.evaluate("window.__sameDocument") is True
+
+            # Once the session ends, a refresh does not put the login page in place of the table.
+            page.get_by_label(f"Account menu for {admin.email}").click()
+            page.get_by_role("button", name="Log out").click()
+            with watcher.expect_response(lambda response: "/login/" in response.url):
+                watcher.evaluate("htmx.trigger(document.body, 'sandbox-changed')")
+            watcher.wait_for_timeout(300)
+            expect(watcher.locator("#sandbox-containers [data-sandbox-containers]")).to_have_count(1)
+            expect(watcher.locator('#sandbox-containers input[name="password"]')).to_have_count(0)
         finally:
             browser.close()
 
