@@ -654,9 +654,9 @@ SANDBOX_HELP = {
 }
 _ON_OFF = {"on": True, "off": False}
 # The choices and bounds the sandbox settings are validated with, so the form offers exactly those.
-SANDBOX_CHOICES: dict[str, tuple[str, ...]] = sandbox_config._CHOICES
-SANDBOX_NUMBERS: dict[str, tuple[type, float, float]] = sandbox_config._NUMBERS
-SANDBOX_BOOLEANS: tuple[str, ...] = sandbox_config._BOOLEANS
+SANDBOX_CHOICES: dict[str, tuple[str, ...]] = sandbox_config.CHOICES
+SANDBOX_NUMBERS: dict[str, tuple[type, float, float]] = sandbox_config.NUMBERS
+SANDBOX_BOOLEANS: tuple[str, ...] = sandbox_config.BOOLEANS
 
 
 class SandboxSettingsForm(DashboardForm):

@@ -38,16 +38,16 @@ MAIN_AGENT_KEYS = frozenset({"main", "default"})
 TMPFS_MOUNTS = ("/tmp", "/var/tmp", "/run")  # noqa: S108 - paths inside the container
 
 # key -> (type, minimum, maximum)
-_NUMBERS: dict[str, tuple[type, float, float]] = {
+NUMBERS: dict[str, tuple[type, float, float]] = {
     "memory_mb": (int, 16, 16384),
     "cpus": (float, 0.1, 16),
     "pids_limit": (int, 16, 4096),
     "timeout_seconds": (int, 1, 3600),
     "tmpfs_size_mb": (int, 1, 1024),
 }
-_CHOICES: dict[str, tuple[str, ...]] = {"mode": MODES, "scope": SCOPES, "workspace_access": WORKSPACE_ACCESS}
-_BOOLEANS = ("network", "read_only_root")
-KEYS = (*_CHOICES, "image", *_NUMBERS, *_BOOLEANS)
+CHOICES: dict[str, tuple[str, ...]] = {"mode": MODES, "scope": SCOPES, "workspace_access": WORKSPACE_ACCESS}
+BOOLEANS = ("network", "read_only_root")
+KEYS = (*CHOICES, "image", *NUMBERS, *BOOLEANS)
 
 
 @dataclass(frozen=True)
@@ -71,16 +71,16 @@ class SandboxConfig:
         when it was on."""
         values = values if isinstance(values, Mapping) else {}
         kwargs: dict[str, Any] = {}
-        for key, choices in _CHOICES.items():
+        for key, choices in CHOICES.items():
             if values.get(key) in choices:
                 kwargs[key] = values[key]
         if "mode" in values and values["mode"] not in MODES:
             kwargs["mode"] = "all"  # a mode that cannot be read sandboxes everything
-        for key, (kind, low, high) in _NUMBERS.items():
+        for key, (kind, low, high) in NUMBERS.items():
             value = values.get(key)
             if isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high:
                 kwargs[key] = kind(value)
-        for key in _BOOLEANS:
+        for key in BOOLEANS:
             if isinstance(values.get(key), bool):
                 kwargs[key] = values[key]
         image = values.get("image")
@@ -127,10 +127,10 @@ def validate(value: Any) -> list[str]:
     unknown = sorted(set(value) - set(KEYS))
     if unknown:
         errors.append(f"Unknown keys: {', '.join(map(str, unknown))}. Known: {', '.join(KEYS)}.")
-    for key, choices in _CHOICES.items():
+    for key, choices in CHOICES.items():
         if key in value and value[key] not in choices:
             errors.append(f'"{key}" must be one of {", ".join(choices)}.')
-    for key, (kind, low, high) in _NUMBERS.items():
+    for key, (kind, low, high) in NUMBERS.items():
         if key not in value:
             continue
         number = value[key]
@@ -138,7 +138,7 @@ def validate(value: Any) -> list[str]:
         if not numeric or (kind is int and not isinstance(number, int)) or not low <= number <= high:
             shown = f"{low:g} to {high:g}"
             errors.append(f'"{key}" must be {"a whole number" if kind is int else "a number"} from {shown}.')
-    for key in _BOOLEANS:
+    for key in BOOLEANS:
         if key in value and not isinstance(value[key], bool):
             errors.append(f'"{key}" must be true or false.')
     if "image" in value and value["image"] not in allowed_images():
