@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import re
 import secrets
@@ -23,6 +24,7 @@ from typing import Any
 
 import regex
 
+from apps.runtime import vfs
 from apps.runtime.context import CallContext
 from apps.runtime.registry import ToolFunction, tool
 from apps.runtime.results import ToolResult
@@ -229,6 +231,9 @@ def read_file(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     path = _str_arg(args, "path")
     offset = _int_arg(args, "offset", 1, maximum=10**9)
     limit = _int_arg(args, "limit", READ_DEFAULT_LIMIT, maximum=10**6)
+    virtual = vfs.interceptor_for(ctx, path)
+    if virtual is not None:
+        return _read_virtual(ctx, *virtual, offset=offset, limit=limit)
     ws_real = real_workspace(ctx.workspace)
     target = resolve_path(path, workspace=ctx.workspace, denied_prefixes=denied_prefixes(ctx, "read_file"))
     shown = _shown(target, ws_real)
@@ -254,27 +259,47 @@ def read_file(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
                 f"{shown} looks like a binary file (it contains NUL bytes); read_file only reads text."
             )
         handle.seek(0)
-        lines: list[str] = []
-        size = 0
-        number = 0  # lines seen so far
-        reason = ""  # why the output stopped before the end of the file ("" = it did not)
-        while (raw := _read_line(handle)) is not None:
-            if number + 1 < offset:
-                number += 1
-                continue
-            if len(lines) >= limit:
-                reason = f"limit {limit} lines"
-                break
-            text = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
-            if len(text) > READ_MAX_LINE_CHARS:
-                text = text[:READ_MAX_LINE_CHARS] + f" … [line truncated at {READ_MAX_LINE_CHARS} characters]"
-            entry = f"{number + 1:>6}\t{text}"
-            if lines and size + len(entry) + 1 > READ_MAX_CHARS:
-                reason = f"output capped at {READ_MAX_CHARS} characters"
-                break
+        return _numbered(handle, shown, offset, limit)
+
+
+def _read_virtual(
+    ctx: CallContext, interceptor: vfs.Interceptor, path: str, *, offset: int, limit: int
+) -> ToolResult:
+    """read_file of a virtual file: the interceptor's text, numbered like a file on disk."""
+    loaded = interceptor.load(ctx, path)
+    if isinstance(loaded, ToolResult):
+        return loaded
+    result = _numbered(
+        io.BytesIO(loaded.content.encode("utf-8", errors="surrogatepass")), path, offset, limit
+    )
+    if loaded.note and not result.is_error:
+        return ToolResult.ok(f"{result.for_llm}\n\n{loaded.note}", **result.data, source=interceptor.name)
+    return result
+
+
+def _numbered(handle: Any, shown: str, offset: int, limit: int) -> ToolResult:
+    """Lines ``offset``.. of ``handle`` (a binary file object), numbered like ``cat -n``."""
+    lines: list[str] = []
+    size = 0
+    number = 0  # lines seen so far
+    reason = ""  # why the output stopped before the end of the file ("" = it did not)
+    while (raw := _read_line(handle)) is not None:
+        if number + 1 < offset:
             number += 1
-            lines.append(entry)
-            size += len(entry) + 1
+            continue
+        if len(lines) >= limit:
+            reason = f"limit {limit} lines"
+            break
+        text = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
+        if len(text) > READ_MAX_LINE_CHARS:
+            text = text[:READ_MAX_LINE_CHARS] + f" … [line truncated at {READ_MAX_LINE_CHARS} characters]"
+        entry = f"{number + 1:>6}\t{text}"
+        if lines and size + len(entry) + 1 > READ_MAX_CHARS:
+            reason = f"output capped at {READ_MAX_CHARS} characters"
+            break
+        number += 1
+        lines.append(entry)
+        size += len(entry) + 1
     if number == 0:
         return ToolResult.ok(f"({shown} is empty)", path=shown, lines=0)
     if not lines:
@@ -321,6 +346,10 @@ def write_file(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
             f"content is {len(data)} bytes; write_file writes at most {MAX_FILE_BYTES} bytes. "
             "Split it into several files or write it in parts with append=true."
         )
+    virtual = vfs.interceptor_for(ctx, path)
+    if virtual is not None:
+        interceptor, logical = virtual
+        return interceptor.store(ctx, logical, content, append=append)
     ws_real = real_workspace(ctx.workspace)
     target = resolve_path(path, workspace=ctx.workspace, denied_prefixes=denied_prefixes(ctx, "write_file"))
     shown = _shown(target, ws_real)
@@ -384,6 +413,17 @@ def edit(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         )
     if old == new:
         return ToolResult.error("old_string and new_string are the same; nothing would change.")
+    virtual = vfs.interceptor_for(ctx, path)
+    if virtual is not None:
+        interceptor, logical = virtual
+        loaded = interceptor.load(ctx, logical)
+        if isinstance(loaded, ToolResult):
+            return loaded
+        replaced = _replace(loaded.content, old, new, replace_all, logical)
+        if isinstance(replaced, ToolResult):
+            return replaced
+        stored = interceptor.store(ctx, logical, replaced[0], append=False)
+        return stored if stored.is_error else replaced[1]
     ws_real = real_workspace(ctx.workspace)
     target = resolve_path(path, workspace=ctx.workspace, denied_prefixes=denied_prefixes(ctx, "edit"))
     shown = _shown(target, ws_real)
@@ -405,6 +445,18 @@ def edit(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return ToolResult.error(f"{shown} is not UTF-8 text; edit only changes UTF-8 text files.")
+    replaced = _replace(text, old, new, replace_all, shown)
+    if isinstance(replaced, ToolResult):
+        return replaced
+    _write_atomically(target, ctx.workspace, replaced[0].encode("utf-8", errors="surrogatepass"))
+    return replaced[1]
+
+
+def _replace(
+    text: str, old: str, new: str, replace_all: bool, shown: str
+) -> tuple[str, ToolResult] | ToolResult:
+    """``text`` with the exact ``old`` replaced, and the answer to give once it is saved; or the
+    refusal (not found, ambiguous, too large)."""
     count = text.count(old)
     if count == 0:
         return ToolResult.error(f"old_string was not found in {shown}. {_not_found_hint(text, old)}")
@@ -417,15 +469,14 @@ def edit(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         )
     first_line = text[: text.index(old)].count("\n") + 1
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    data = updated.encode("utf-8", errors="surrogatepass")
-    if len(data) > MAX_FILE_BYTES:
+    size = len(updated.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_FILE_BYTES:
         return ToolResult.error(
-            f"the edited file would be {len(data)} bytes; files are capped at {MAX_FILE_BYTES}."
+            f"the edited file would be {size} bytes; files are capped at {MAX_FILE_BYTES}."
         )
-    _write_atomically(target, ctx.workspace, data)
     replaced = count if replace_all else 1
     noun = "occurrence" if replaced == 1 else "occurrences"
-    return ToolResult.ok(
+    return updated, ToolResult.ok(
         f"Edited {shown}: replaced {replaced} {noun} (first at line {first_line}).",
         path=shown,
         replacements=replaced,
@@ -566,6 +617,8 @@ def list_files(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
             more = True
             break
         rows.append(_list_row("/".join(entry.parts[base_len:]), entry, recursive))
+    if target == ws_real:
+        rows.extend(_virtual_row(entry) for entry in vfs.entries(ctx) if recursive or "/" not in entry.path)
     if not rows:
         return ToolResult.ok(f"{shown} is empty.", path=shown, entries=0)
     header = f"{shown}/ ({len(rows)} entries{', recursive' if recursive else ''}):"
@@ -573,6 +626,11 @@ def list_files(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     if more or budget[0] <= 0:
         text += f"\n[listing stopped at {len(rows)} entries; list a sub-directory to see the rest]"
     return ToolResult.ok(text, path=shown, entries=len(rows), truncated=more or budget[0] <= 0)
+
+
+def _virtual_row(entry: vfs.VirtualEntry) -> str:
+    """A virtual file in a listing: its path, size and where it lives (never on disk)."""
+    return f"{entry.path}  ({entry.size} bytes; {entry.source}, stored by Toolgate)"
 
 
 def _list_row(relative: str, entry: _Entry, recursive: bool) -> str:
