@@ -114,6 +114,8 @@ INSTALLED_APPS = [
     "apps.custom_tools",
     "apps.secure_cli",
     "apps.teams",
+    "apps.memory",
+    "apps.context_files",
     "apps.runtime",
     "apps.dashboard",
 ]
