@@ -327,7 +327,7 @@ REST_FRAMEWORK = {
         "apps.tenants.authentication.TenantSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.tenants.permissions.HasTenantRole"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["apps.tenants.api.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "apps.tenants.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,

@@ -186,3 +186,29 @@ def test_unknown_route_under_api_is_enveloped(admin_a):
 
 def test_method_not_allowed(admin_a):
     _error(admin_a.put("/api/v1/agents/", {}, format="json"), 405, "method_not_allowed")
+
+
+@pytest.mark.parametrize("depth", [65, 3000, 100_000])
+def test_deeply_nested_bodies_are_refused_not_crashed(owner_a, member_a, tenant_a, depth):
+    before = tenant_state(tenant_a)
+    body = '{"key": "deep", "name": "Deep", "settings": ' + '{"a": ' * depth + "1" + "}" * depth + "}"
+    response = owner_a.post("/api/v1/agents/", body, content_type="application/json")
+    error = _error(response, 400, "malformed_json")
+    assert "nested deeper than 64 levels" in error["message"]
+    args = '{"agent": "x", "tool": "datetime", "args": ' + "[" * depth + "]" * depth + "}"
+    error = _error(
+        member_a.post("/api/v1/runtime/execute", args, content_type="application/json"), 400, "malformed_json"
+    )
+    assert tenant_state(tenant_a) == before
+
+
+def test_nesting_up_to_the_bound_is_accepted(owner_a):
+    settings: dict[str, Any] = {"tools": {"exec": {}}}
+    inner: dict[str, Any] = {}
+    cursor = inner
+    for _ in range(55):
+        cursor["a"] = {}
+        cursor = cursor["a"]
+    body = {"key": "nested", "name": "N", "settings": {**settings, "deep": inner}}
+    response = owner_a.post("/api/v1/agents/", body, format="json")
+    assert response.status_code == 201, response.content
