@@ -1,0 +1,38 @@
+"""Reads of context files, always inside one tenant and one agent."""
+
+from __future__ import annotations
+
+from apps.context_files.models import NAMES, AgentContextFile, UserContextFile
+from apps.tenants.errors import ErrorCode, ServiceError
+from apps.tenants.models import Agent, Tenant
+
+
+def known_name(name: str) -> str:
+    """``name`` when it is one of the context files, else a 404 naming the valid ones."""
+    if name not in NAMES:
+        raise ServiceError(
+            ErrorCode.NOT_FOUND,
+            f"{name[:100]!r} is not a context file; the context files are {', '.join(NAMES)}.",
+            status=404,
+        )
+    return name
+
+
+def agent_files(*, tenant: Tenant, agent: Agent) -> dict[str, AgentContextFile]:
+    """The agent's own texts by name (names without one are absent)."""
+    rows = AgentContextFile.objects.for_tenant(tenant).filter(agent=agent)
+    return {row.name: row for row in rows}
+
+
+def agent_file(*, tenant: Tenant, agent: Agent, name: str) -> AgentContextFile | None:
+    return AgentContextFile.objects.for_tenant(tenant).filter(agent=agent, name=name).first()
+
+
+def user_files(*, tenant: Tenant, agent: Agent, user_id: str) -> dict[str, UserContextFile]:
+    """One user's own copies by name (names without one are absent)."""
+    rows = UserContextFile.objects.for_tenant(tenant).filter(agent=agent, user_id=user_id)
+    return {row.name: row for row in rows}
+
+
+def user_file(*, tenant: Tenant, agent: Agent, user_id: str, name: str) -> UserContextFile | None:
+    return UserContextFile.objects.for_tenant(tenant).filter(agent=agent, user_id=user_id, name=name).first()
