@@ -39,6 +39,7 @@ TOPICS: dict[str, str] = {
     "secure_cli": Role.ADMIN,
     "custom_tools": Role.ADMIN,
     "sandbox": Role.ADMIN,
+    "context_files": Role.ADMIN,
     # The subscriber's own events (e.g. the decision on an access request it made): every role, and
     # only ever its own actor's (``actor_group``), never the tenant's.
     ME: Role.VIEWER,
