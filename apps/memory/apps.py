@@ -5,3 +5,11 @@ class MemoryConfig(AppConfig):
     name = "apps.memory"
     label = "memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Importing the tool modules registers memory_get and memory_search (apps/runtime/registry.py).
+        from apps.memory import search_tool, tools  # noqa: F401
+        from apps.memory.interceptor import INTERCEPTOR
+        from apps.runtime import vfs
+
+        vfs.register(INTERCEPTOR, order=20)

@@ -26,6 +26,7 @@ class MemoryDocument(TenantScoped):
         PENDING = "pending"
         INDEXED = "indexed"
         FAILED = "failed"
+        SKIPPED = "skipped"  # not Markdown: stored, never chunked
 
     agent = models.ForeignKey("tenants.Agent", on_delete=models.CASCADE, related_name="+")
     user_id = models.CharField(max_length=255, blank=True, default="")  # "" = the agent's global scope
