@@ -40,6 +40,7 @@ TOPICS: dict[str, str] = {
     "custom_tools": Role.ADMIN,
     "sandbox": Role.ADMIN,
     "context_files": Role.ADMIN,
+    "memory": Role.ADMIN,
     # The subscriber's own events (e.g. the decision on an access request it made): every role, and
     # only ever its own actor's (``actor_group``), never the tenant's.
     ME: Role.VIEWER,
