@@ -234,12 +234,14 @@ _SPECS: list[ToolSpec] = [
             {
                 "query": _s("What to look for."),
                 "limit": _i("How many results.", minimum=1, maximum=50),
-                "scope": _s("Whose memory: user or global.", enum=["user", "global"]),
+                "scope": _s(
+                    "Whose memory: user (yours), global (the agent's) or all (both, the default).",
+                    enum=["user", "global", "all"],
+                ),
             },
             ("query",),
         ),
         "read_only",
-        unavailable_reason=LATER,
     ),
     ToolSpec(
         "memory_get",
@@ -247,7 +249,6 @@ _SPECS: list[ToolSpec] = [
         "Read one memory document.",
         _schema({"path": _s("Memory document path, e.g. memory/notes.md.")}, ("path",)),
         "read_only",
-        unavailable_reason=LATER,
     ),
     # --- sessions ---------------------------------------------------------------------------------
     ToolSpec(
