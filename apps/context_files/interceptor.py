@@ -11,7 +11,7 @@ turns it into answers an agent can act on, and writes through :mod:`apps.context
 from __future__ import annotations
 
 from apps.context_files import selectors, services
-from apps.context_files.models import NAMES
+from apps.context_files.models import NAMES, AgentContextFile, UserContextFile
 from apps.context_files.routing import BOOTSTRAP, Place, route
 from apps.runtime import vfs
 from apps.runtime.context import CallContext
@@ -90,6 +90,7 @@ class ContextFileInterceptor:
             return ToolResult.error(bootstrap_refusal())
         if where in (Place.USER, Place.CLEAR_ONLY) and not ctx.user_id:
             return ToolResult.error(user_needed(path))
+        row: AgentContextFile | UserContextFile
         try:
             if clearing:
                 return self._clear_bootstrap(ctx)
