@@ -16,6 +16,7 @@ api_v1 = [
     path("", include("apps.custom_tools.api.urls")),
     path("", include("apps.secure_cli.api.urls")),
     path("", include("apps.runtime.sandbox_api.urls")),
+    path("", include("apps.context_files.api.urls")),
 ]
 
 urlpatterns = [
