@@ -13,6 +13,7 @@ from apps.tenants.roles import RANK, Role
 from tests import factories
 from tests.api import (
     roles_approvals,
+    roles_context_files,
     roles_custom_tools,
     roles_mcp,
     roles_policy,
@@ -45,6 +46,7 @@ def _targets(tenant: Tenant) -> dict[str, str]:
         **roles_custom_tools.targets(tenant),
         **roles_secure_cli.targets(tenant),
         **roles_sandbox.targets(tenant),
+        **roles_context_files.targets(tenant),
     }
 
 
@@ -85,6 +87,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     *roles_custom_tools.ACTIONS,
     *roles_secure_cli.ACTIONS,
     *roles_sandbox.ACTIONS,
+    *roles_context_files.ACTIONS,
 ]
 
 

@@ -15,6 +15,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from tests import factories
 from tests.api import (
     isolation_approvals,
+    isolation_context_files,
     isolation_custom_tools,
     isolation_mcp,
     isolation_policy,
@@ -76,6 +77,7 @@ CASES: dict[str, Case] = {
     **isolation_custom_tools.CASES,
     **isolation_sandbox.CASES,
     **isolation_secure_cli.CASES,
+    **isolation_context_files.CASES,
 }
 
 
