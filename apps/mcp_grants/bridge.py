@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.shared.exceptions import MCPError
 
-from apps.mcp_grants import access, client, naming
+from apps.mcp_grants import access, client, naming, search_mode
 from apps.mcp_grants.models import MCPServer, MCPServerTool
 from apps.runtime.providers import ExternalTool, ToolRefused
 from apps.runtime.results import ToolResult
@@ -117,18 +117,35 @@ def target(tenant: Tenant, agent: Agent, user_id: str, name: str) -> Target:
     raise ToolRefused("server_not_accessible", f"{name}: no accessible MCP server provides this tool.")
 
 
+def reachable_names(tenant: Tenant, agent: Agent, user_id: str) -> list[str]:
+    """The registered names of every MCP tool ``agent`` may call for ``user_id`` now."""
+    return sorted(_reachable(tenant, agent, user_id).targets)
+
+
 class MCPProvider:
-    """MCP tools for the pipeline and the listings (``apps.runtime.providers``)."""
+    """MCP tools for the pipeline and the listings (``apps.runtime.providers``), and the search tool of
+    search mode (:mod:`apps.mcp_grants.search_mode`)."""
 
     def owns(self, name: str) -> bool:
-        return naming.split(name) is not None
+        return name == search_mode.TOOL_NAME or naming.split(name) is not None
+
+    def listed(
+        self, names: list[str], *, tenant: Tenant, agent: Agent, user_id: str, session_key: str
+    ) -> list[str]:
+        return search_mode.listed(names, tenant=tenant, agent=agent, user_id=user_id, session_key=session_key)
 
     def definitions(
         self, tenant: Tenant, names: Iterable[str], agent: Agent | None = None
     ) -> list[dict[str, Any]]:
-        return definitions(tenant, names)
+        names = list(names)
+        found = definitions(tenant, [n for n in names if n != search_mode.TOOL_NAME])
+        if search_mode.TOOL_NAME in names:
+            found = sorted([*found, search_mode.DEFINITION], key=lambda d: str(d["name"]))
+        return found
 
     def resolve(self, tenant: Tenant, agent: Agent, user_id: str, name: str) -> ExternalTool:
+        if name == search_mode.TOOL_NAME:
+            return ExternalTool(name, search_mode.DEFINITION["parameters"], search_mode.run)
         found = target(tenant, agent, user_id, name)
         return ExternalTool(name, found.schema, lambda ctx, args: run(ctx, name, found, args))
 

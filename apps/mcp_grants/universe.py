@@ -1,4 +1,5 @@
-"""The MCP tools the policy engine knows: registered names and the groups ``mcp`` and ``mcp:<server>``.
+"""The MCP tools the policy engine knows: registered names and the groups ``mcp`` and ``mcp:<server>``,
+and ``mcp_tool_search`` in ``mcp`` for agents in search mode (:mod:`apps.mcp_grants.search_mode`).
 
 With an agent: what that agent (and user) can reach (:func:`apps.mcp_grants.access.accessible`); with
 ``agent=None``: every discovered tool of the tenant, so that a saved policy may name any of them (and
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from apps.mcp_grants import naming
+from apps.mcp_grants import naming, search_mode
 from apps.mcp_grants.access import accessible
 from apps.mcp_grants.models import MCPServer, MCPServerTool
 from apps.tools.catalog import CATALOG
@@ -44,5 +45,9 @@ def mcp_source(
         kept = [n for n in registered if n not in CATALOG]
         groups[f"{GROUP}:{server_name}"] = kept
         names.extend(kept)
+    # Search mode: the search tool joins the MCP tools when an agent has very many (with agent=None,
+    # always, so that a saved policy may name it).
+    if agent is None or search_mode.active(names):
+        names.append(search_mode.TOOL_NAME)
     groups[GROUP] = names  # always defined, so that a policy may name it before any server exists
     return names, groups

@@ -62,6 +62,16 @@ def provider_for(name: str) -> Provider | None:
     return next((p for p in _PROVIDERS if p.owns(name)), None)
 
 
+def listed(names: list[str], *, tenant: Tenant, agent: Agent, user_id: str, session_key: str) -> list[str]:
+    """The allowed non-catalog ``names`` a listing shows: a provider with a ``listed`` method may hold
+    some back (MCP's search mode lists one search tool instead of very many tools)."""
+    for provider in _PROVIDERS:
+        choose = getattr(provider, "listed", None)
+        if choose is not None:
+            names = choose(names, tenant=tenant, agent=agent, user_id=user_id, session_key=session_key)
+    return names
+
+
 def definitions(tenant: Tenant, names: Iterable[str], agent: Agent | None = None) -> list[dict[str, Any]]:
     """The definitions of these non-catalog ``names``, from their providers (one batch each); with
     ``agent``, the definitions that agent gets (a provider may serve one name differently per agent)."""

@@ -27,8 +27,10 @@ def definitions(
     tool_allow: Sequence[str] | None = None,
     style: presentation.Style = "flat",
     include_unavailable: bool = False,
+    session_key: str = "",
 ) -> list[dict[str, Any]]:
-    """``{"name", "description", "parameters"}`` per tool ``agent`` may use in ``scope``."""
+    """``{"name", "description", "parameters"}`` per tool ``agent`` may use in ``scope`` (and
+    ``session_key``, whose MCP search may have activated deferred tools)."""
     from apps.runtime import providers
 
     allowed = engine.resolve(tenant, agent, scope).allowed(tool_allow)
@@ -36,6 +38,10 @@ def definitions(
     names = builtin if include_unavailable else presentation.runnable(builtin)
     result = presentation.plain_definitions(names, style)
     external = [name for name in allowed if name not in CATALOG]
+    if external:
+        external = providers.listed(
+            external, tenant=tenant, agent=agent, user_id=scope.user_id, session_key=session_key
+        )
     if external:
         result.extend(providers.definitions(tenant, external, agent))
         result.sort(key=lambda d: str(d["name"]))

@@ -121,6 +121,30 @@ def test_the_list_follows_mcp_grants_per_user(base, tenant_a, agent, member):
     assert not [name for name in names(for_u1) if name.startswith("mcp_")]  # the disabled user grant vetoes
 
 
+def test_search_mode_lists_the_same_over_mcp_and_rest_before_and_after_a_search(
+    base, tenant_a, agent, member
+):
+    system = Actor.system(tenant_a)
+    server = mcp_services.server_create(actor=system, name="big", transport="stdio", command="npx")
+    for n in range(45):
+        description = "Convert money between currencies." if n == 7 else f"Look up record {n}."
+        MCPServerTool.objects.create(
+            tenant=tenant_a, server=server, name=f"tool_{n:02d}", description=description
+        )
+    mcp_services.agent_grant_set(actor=system, server=server, agent=agent)
+
+    before = assert_same_list(base, member, "session_key=s1")
+    assert "mcp_tool_search" in names(before)
+    assert not [name for name in names(before) if name.startswith("mcp_big__")]
+    url = endpoint(base, query="session_key=s1")
+    found = call_tool(url, member, "mcp_tool_search", {"query": "currency"})
+    assert not found.is_error, text(found)
+    assert "mcp_big__tool_07" in text(found)
+    after = assert_same_list(base, member, "session_key=s1")
+    assert [name for name in names(after) if name.startswith("mcp_big__")] == ["mcp_big__tool_07"]
+    assert "mcp_big__tool_07" not in names(assert_same_list(base, member, "session_key=s2"))
+
+
 def test_a_call_runs_through_the_pipeline_and_is_recorded_like_a_rest_call(base, tenant_a, agent, member):
     url = endpoint(base, query="session_key=s1&user_id=u1&channel=web&chat_id=c1")
     result = call_tool(url, member, "datetime", {"timezone": "Europe/Paris"})

@@ -79,6 +79,8 @@ class CallScopeQueryInput(StrictSerializer):
 
 class ToolsQueryInput(CallScopeQueryInput):
     format = serializers.ChoiceField(choices=FORMATS, required=False, default="openai")
+    # The session whose MCP tool searches activated deferred tools (search mode).
+    session_key = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     style = serializers.ChoiceField(choices=STYLES, required=False, default="flat")  # type: ignore[assignment]
     include_unavailable = serializers.BooleanField(required=False, default=False)
 

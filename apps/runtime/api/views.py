@@ -145,6 +145,7 @@ class AgentToolsView(TenantViewMixin, APIView):
             OpenApiParameter("style", OpenApiTypes.STR, enum=list(presentation.STYLES)),
             *CALL_SCOPE_PARAMETERS,
             OpenApiParameter("include_unavailable", OpenApiTypes.BOOL),
+            OpenApiParameter("session_key", OpenApiTypes.STR, description="whose MCP tool searches count"),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -166,6 +167,7 @@ class AgentToolsView(TenantViewMixin, APIView):
             tool_allow=s.CallScopeQueryInput.tool_allow_names(params["tool_allow"]),
             style=params["style"],
             include_unavailable=params["include_unavailable"],
+            session_key=params["session_key"],
         )
         # TOOLS.md-style guidance on the credentialed CLIs this agent reaches through exec.
         names = {str(d["name"]) for d in definitions}

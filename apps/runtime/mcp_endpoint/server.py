@@ -79,6 +79,7 @@ def _definitions(caller: Caller) -> list[dict[str, Any]]:
             scope=caller.scope,
             tool_allow=caller.tool_allow,
             style=caller.style,
+            session_key=caller.session_key,
         )
         return presentation.render(found, "mcp")
     finally:
