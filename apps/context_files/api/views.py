@@ -9,8 +9,6 @@ valid names in the message.
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -19,35 +17,12 @@ from rest_framework.views import APIView
 
 from apps.context_files import selectors, services
 from apps.context_files.api import serializers as s
-from apps.context_files.models import NAMES, AgentContextFile, UserContextFile
-from apps.context_files.routing import Place, describe, route
+from apps.context_files.entries import agent_entry, user_entry
+from apps.context_files.models import NAMES, UserContextFile
 from apps.tenants.access import access_agent
 from apps.tenants.api.base import TenantViewMixin
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent
-
-
-def agent_entry(agent: Agent, name: str, row: AgentContextFile | None) -> dict[str, Any]:
-    """One file as the API and the dashboard show it."""
-    return {
-        "name": name,
-        "content": row.content if row is not None else None,
-        "size": services.size_of(row.content) if row is not None else None,
-        "per_user": route(agent.type, name).read == Place.USER,
-        "routing": describe(agent.type, name),
-        "updated_at": row.updated_at if row is not None else None,
-        "updated_by": row.updated_by if row is not None else None,
-    }
-
-
-def user_entry(row: UserContextFile) -> dict[str, Any]:
-    return {
-        "name": row.name,
-        "content": row.content,
-        "size": services.size_of(row.content),
-        "updated_at": row.updated_at,
-        "updated_by": row.updated_by,
-    }
 
 
 def _user_id(value: str) -> str:
