@@ -2,6 +2,7 @@ from django.urls import path
 
 from apps.dashboard import (
     urls_approvals,
+    urls_context_files,
     urls_custom_tools,
     urls_mcp,
     urls_policy,
@@ -41,4 +42,5 @@ urlpatterns = [
     *urls_custom_tools.urlpatterns,
     *urls_secure_cli.urlpatterns,
     *urls_sandbox.urlpatterns,
+    *urls_context_files.urlpatterns,
 ]
