@@ -41,7 +41,11 @@ def test_discovered_by_the_worker_called_through_daphne_recovered_after_a_crash(
 
     tools = MCPServerTool.objects.for_tenant(tenant_a).filter(server=server)
     wait_for(lambda: tools.count() == 11, "the worker discovers the tools of a new server")
-    assert MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk).status == "connected"
+    # The job stores the tools, then the status: a moment apart.
+    wait_for(
+        lambda: MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk).status == "connected",
+        "the worker records the server as connected",
+    )
 
     key = factories.make_api_key(tenant_a, Role.MEMBER)
     with httpx.Client(base_url=daphne, headers={"Authorization": f"Bearer {key}"}, timeout=60) as api:
