@@ -17,6 +17,7 @@ api_v1 = [
     path("", include("apps.secure_cli.api.urls")),
     path("", include("apps.runtime.sandbox_api.urls")),
     path("", include("apps.context_files.api.urls")),
+    path("", include("apps.memory.api.urls")),
 ]
 
 urlpatterns = [

@@ -16,6 +16,7 @@ from tests.api import (
     roles_context_files,
     roles_custom_tools,
     roles_mcp,
+    roles_memory,
     roles_policy,
     roles_sandbox,
     roles_secure_cli,
@@ -47,6 +48,7 @@ def _targets(tenant: Tenant) -> dict[str, str]:
         **roles_secure_cli.targets(tenant),
         **roles_sandbox.targets(tenant),
         **roles_context_files.targets(tenant),
+        **roles_memory.targets(tenant),
     }
 
 
@@ -88,6 +90,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     *roles_secure_cli.ACTIONS,
     *roles_sandbox.ACTIONS,
     *roles_context_files.ACTIONS,
+    *roles_memory.ACTIONS,
 ]
 
 

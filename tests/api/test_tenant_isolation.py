@@ -18,6 +18,7 @@ from tests.api import (
     isolation_context_files,
     isolation_custom_tools,
     isolation_mcp,
+    isolation_memory,
     isolation_policy,
     isolation_sandbox,
     isolation_secure_cli,
@@ -78,6 +79,7 @@ CASES: dict[str, Case] = {
     **isolation_sandbox.CASES,
     **isolation_secure_cli.CASES,
     **isolation_context_files.CASES,
+    **isolation_memory.CASES,
 }
 
 
