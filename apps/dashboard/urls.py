@@ -5,6 +5,7 @@ from apps.dashboard import (
     urls_context_files,
     urls_custom_tools,
     urls_mcp,
+    urls_memory,
     urls_policy,
     urls_sandbox,
     urls_secure_cli,
@@ -43,4 +44,5 @@ urlpatterns = [
     *urls_secure_cli.urlpatterns,
     *urls_sandbox.urlpatterns,
     *urls_context_files.urlpatterns,
+    *urls_memory.urlpatterns,
 ]
