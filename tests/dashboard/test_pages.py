@@ -482,7 +482,8 @@ def test_agent_list_query_count_is_bounded(owner, tenant_a, django_assert_max_nu
     with django_assert_max_num_queries(8):
         response = owner.get(reverse("dashboard:agents"))
 
-    assert response.content.decode().count('href="/agents/bot-') == 30  # edit + delete per agent
+    # edit, delete, context files and memory per agent
+    assert response.content.decode().count('href="/agents/bot-') == 60
 
 
 # --- API keys ------------------------------------------------------------------------------------------
