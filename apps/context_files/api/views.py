@@ -40,7 +40,7 @@ class AgentFilesView(TenantViewMixin, APIView):
     """The seven context files of an agent, in a fixed order, with its text (``content`` null when it
     has none) and how its tools reach each one."""
 
-    @extend_schema(responses={200: s.AgentFilesOutput})
+    @extend_schema(operation_id="agents_context_files_list", responses={200: s.AgentFilesOutput})
     def get(self, request: Request, key: str) -> Response:
         agent = access_agent(actor=self.actor, key=key)
         rows = selectors.agent_files(tenant=self.actor.tenant, agent=agent)
@@ -82,7 +82,7 @@ class AgentFileView(TenantViewMixin, APIView):
 class UserFilesView(TenantViewMixin, APIView):
     """The copies one user of the agent has (only the files they have a copy of)."""
 
-    @extend_schema(responses={200: s.UserFilesOutput})
+    @extend_schema(operation_id="agents_context_files_users_list", responses={200: s.UserFilesOutput})
     def get(self, request: Request, key: str, user_id: str) -> Response:
         agent = access_agent(actor=self.actor, key=key)
         user_id = _user_id(user_id)
