@@ -125,15 +125,17 @@ class ContextFileInterceptor:
         deleted = services.user_file_delete(
             actor=ctx.actor, agent=ctx.agent, user_id=ctx.user_id, name=BOOTSTRAP, via="tool"
         )
-        if deleted:
-            return ToolResult.ok(
-                f"{BOOTSTRAP} deleted for this user: the first run is complete.", path=BOOTSTRAP, deleted=True
-            )
-        return ToolResult.ok(
-            f"{BOOTSTRAP}: this user has no copy of their own, so there was nothing to delete.",
-            path=BOOTSTRAP,
-            deleted=False,
+        text = (
+            f"{BOOTSTRAP} deleted for this user: the first run is complete."
+            if deleted
+            else f"{BOOTSTRAP}: this user has no copy of their own, so there was nothing to delete."
         )
+        if selectors.agent_file(tenant=ctx.tenant, agent=ctx.agent, name=BOOTSTRAP) is not None:
+            text += (
+                f" The agent's own {BOOTSTRAP} (the template) remains and reads show it; only an "
+                "administrator can remove it."
+            )
+        return ToolResult.ok(text, path=BOOTSTRAP, deleted=deleted)
 
     def entries(self, ctx: CallContext) -> list[vfs.VirtualEntry]:
         shared = selectors.agent_files(tenant=ctx.tenant, agent=ctx.agent)

@@ -59,6 +59,11 @@ def describe(agent_type: str, name: str) -> str:
             "Per user: each user's own copy, this text when they have none. The agent can only empty "
             "it (first run done), which deletes the user's copy."
         )
+    if r.read == Place.USER and name == BOOTSTRAP:
+        return (
+            "Per user: each user's own copy, this text as the template when they have none. Writing it "
+            "empty (first run done) deletes the user's copy."
+        )
     if r.read == Place.USER:
         return "Per user: each user's own copy, this text as the template when they have none."
     return "Shared by every user: the agent's tools read and change this text."

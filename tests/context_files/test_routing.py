@@ -229,6 +229,17 @@ def test_writing_an_empty_bootstrap_deletes_the_users_copy(member_a, tenant_a, t
     assert "this call has no user id" in refused["for_llm"]
 
 
+def test_deleting_a_copy_says_when_the_agents_template_remains(member_a, tenant_a):
+    agent = make_agent(tenant_a, "boots", OPEN)
+    give_user(tenant_a, agent, "alice", ("BOOTSTRAP.md",))
+    done = call(member_a, "boots", "write_file", "alice", path="BOOTSTRAP.md", content="")
+    assert done["for_llm"] == (
+        "BOOTSTRAP.md deleted for this user: the first run is complete. The agent's own BOOTSTRAP.md "
+        "(the template) remains and reads show it; only an administrator can remove it."
+    )
+    assert text_of(read(member_a, "boots", "BOOTSTRAP.md", "alice")) == "boots BOOTSTRAP.md\n"
+
+
 def test_editing_bootstrap_to_nothing_deletes_it(member_a, tenant_a):
     agent = make_agent(tenant_a, "boots", PREDEFINED, templates=False)
     give_user(tenant_a, agent, "alice", ("BOOTSTRAP.md",))
