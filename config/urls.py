@@ -18,6 +18,7 @@ api_v1 = [
     path("", include("apps.runtime.sandbox_api.urls")),
     path("", include("apps.context_files.api.urls")),
     path("", include("apps.memory.api.urls")),
+    path("", include("apps.memory.embedding_api")),
 ]
 
 urlpatterns = [

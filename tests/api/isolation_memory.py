@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from apps.memory import services
+from apps.memory.models import EmbeddingSettings
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
@@ -25,9 +26,22 @@ def _list(tenant: Tenant) -> dict[str, str]:
     return {"key": make_memory(tenant)["key"]}
 
 
+def _embedding_settings(tenant: Tenant) -> dict[str, str]:
+    """Tenant A's endpoint settings: B's answer (its own settings) must carry none of them."""
+    EmbeddingSettings.objects.create(
+        tenant=tenant,
+        kind=EmbeddingSettings.Kind.OPENAI,
+        base_url="https://a-secret-embeddings.example.com/v1",
+        model="a-secret-model",
+        api_key="sk-a-secret-key",
+    )
+    return {"host": "a-secret-embeddings.example.com", "model": "a-secret-model", "key": "sk-a-secret-key"}
+
+
 CASES: dict[str, Case] = {
     "agent-memory-list": Case(make=_list),
     "agent-memory-detail": Case(
         make=make_memory, writes=[("put", {"content": "hijacked"}), ("delete", None)]
     ),
+    "memory-embedding-settings": Case(make=_embedding_settings, collection=True),
 }

@@ -11,6 +11,7 @@ from tests.api.isolation_memory import make_memory
 
 DOCUMENTS = "/api/v1/agents/{memory_agent}/memory/"
 DOCUMENT = DOCUMENTS + "memory/notes.md"
+EMBEDDING_SETTINGS = "/api/v1/memory/embedding-settings"
 
 # (method, url template, body, least role, success status)
 ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
@@ -21,6 +22,8 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("put", DOCUMENT, {"content": "# replaced"}, Role.ADMIN, 200),
     ("put", DOCUMENTS + "MEMORY.md?user_id=bob", {"content": "new"}, Role.ADMIN, 201),
     ("delete", DOCUMENT + "?user_id=alice", None, Role.ADMIN, 204),
+    ("get", EMBEDDING_SETTINGS, None, Role.ADMIN, 200),
+    ("put", EMBEDDING_SETTINGS, {"kind": "local"}, Role.ADMIN, 200),
 ]
 
 
