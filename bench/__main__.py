@@ -29,7 +29,19 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 from django.test import Client, override_settings  # noqa: E402
 
-from bench import data, db, http_execute, mcp_bridge, mcp_endpoint, measure, policy, sandbox, scrub, teams  # noqa: E402
+from bench import (  # noqa: E402
+    data,
+    db,
+    http_execute,
+    mcp_bridge,
+    mcp_endpoint,
+    measure,
+    memory_search,
+    policy,
+    sandbox,
+    scrub,
+    teams,
+)
 from bench.urls import BASELINE_PATH  # noqa: E402
 from config import embedded_db  # noqa: E402
 
@@ -149,6 +161,7 @@ def main() -> int:
             seconds=args.seconds,
             http=not args.skip_http,
         )
+        memory_lines = memory_search.run(tenant=seeded.tenant)
         sandbox_lines = None if sandboxed is None else sandbox.run(tenant=seeded.tenant, prepared=sandboxed)
     finally:
         connections.close_all()
@@ -179,6 +192,7 @@ def main() -> int:
         print(mcp_table)
     print("\n" + "\n".join(policy_lines))
     print("\n" + "\n".join(team_lines))
+    print("\n" + "\n".join(memory_lines))
     if sandbox_lines is not None:
         print("\n" + "\n".join(sandbox_lines))
     if args.show_queries:
