@@ -68,11 +68,10 @@ class ContextFileInterceptor:
                 return vfs.Loaded(own.content, note=f"[{path}: this user's own copy, stored by Toolgate]")
         shared = selectors.agent_file(tenant=ctx.tenant, agent=ctx.agent, name=path)
         if shared is None:
-            return ToolResult.error(
-                f"context file not found: {path}. It has no content yet; write_file creates it."
-                if route(ctx.agent.type, path).write in (Place.USER, Place.AGENT)
-                else f"context file not found: {path}."
-            )
+            writes = route(ctx.agent.type, path).write
+            writable = writes == Place.AGENT or (writes == Place.USER and bool(ctx.user_id))
+            hint = " It has no content yet; write_file creates it." if writable else ""
+            return ToolResult.error(f"context file not found: {path}.{hint}")
         if where == Place.USER and ctx.user_id:
             note = f"[{path}: the agent's template; this user has no copy yet (writing it makes one)]"
         elif where == Place.USER:

@@ -112,10 +112,12 @@ def test_open_edit_changes_the_users_copy_made_from_the_template(member_a, open_
 
 def test_missing_files_are_not_found(member_a, tenant_a):
     make_agent(tenant_a, "empty", OPEN, templates=False)
-    for user in ("", "alice"):
-        result = read(member_a, "empty", "TOOLS.md", user)
-        assert result["is_error"] is True
-        assert result["for_llm"].startswith("context file not found: TOOLS.md")
+    assert read(member_a, "empty", "TOOLS.md")["for_llm"] == "context file not found: TOOLS.md."
+    result = read(member_a, "empty", "TOOLS.md", "alice")
+    assert result["is_error"] is True
+    assert (
+        result["for_llm"] == "context file not found: TOOLS.md. It has no content yet; write_file creates it."
+    )
     edit = call(member_a, "empty", "edit", "alice", path="TOOLS.md", old_string="a", new_string="b")
     assert edit["for_llm"].startswith("context file not found: TOOLS.md")
 
