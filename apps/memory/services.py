@@ -43,7 +43,9 @@ def document_data(document: MemoryDocument, agent: Agent) -> dict[str, Any]:
     }
 
 
-def _check(user_id: str, path: str, content: str) -> str:
+def _check(actor: Actor, agent: Agent, user_id: str, path: str) -> str:
+    if agent.tenant_id != actor.tenant.pk:
+        raise ServiceError(ErrorCode.INVALID, "agent: an agent of this tenant only.")
     if not isinstance(user_id, str) or len(user_id) > MAX_USER_ID_CHARS:
         raise ServiceError(ErrorCode.INVALID, f"user_id: at most {MAX_USER_ID_CHARS} characters.")
     try:
@@ -74,7 +76,7 @@ def document_write(
     """Create or replace (``append``: add to, after a ``---`` separator) ``agent``'s document at
     ``path`` for ``user_id`` ("" = the agent's global memory). ``reindex`` indexes it again even when
     its content is what was indexed last. Returns the document and whether it was created."""
-    path = _check(user_id, path, content)
+    path = _check(actor, agent, user_id, path)
     if len(content) > MAX_DOCUMENT_CHARS:
         raise _too_large(len(content))
     document, created = _locked(actor, agent, user_id, path)
@@ -125,6 +127,8 @@ def _locked(actor: Actor, agent: Agent, user_id: str, path: str) -> tuple[Memory
 @transaction.atomic
 def document_delete(*, actor: Actor, agent: Agent, document: MemoryDocument) -> None:
     """Delete the document and its chunks."""
+    if document.tenant_id != actor.tenant.pk or document.agent_id != agent.pk:
+        raise ServiceError(ErrorCode.INVALID, "document: a document of this agent only.")
     data = document_data(document, agent)
     MemoryDocument.objects.for_tenant(actor.tenant).filter(pk=document.pk).delete()
     record(

@@ -203,3 +203,16 @@ def test_personas(request, tenant_a, notes, method, url, body, least, success):
         outsider_status=404,
         never_shown_to_outsider=(SECRET_TEXT, "alice"),
     )
+
+
+def test_the_services_refuse_another_tenants_agent_and_document(tenant_a, tenant_b, notes, agent):
+    from apps.tenants.errors import ServiceError
+
+    b = Actor.system(tenant_b)
+    before = tenant_state(tenant_a)
+    with pytest.raises(ServiceError, match="an agent of this tenant only"):
+        services.document_write(actor=b, agent=agent, user_id="", path="MEMORY.md", content="x")
+    with pytest.raises(ServiceError, match="a document of this agent only"):
+        services.document_delete(actor=b, agent=agent, document=notes)
+    assert tenant_state(tenant_a) == before
+    assert not MemoryDocument.objects.for_tenant(tenant_b).exists()
