@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models import Count, Max
+
 from apps.context_files.models import NAMES, AgentContextFile, UserContextFile
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent, Tenant
@@ -36,3 +38,16 @@ def user_files(*, tenant: Tenant, agent: Agent, user_id: str) -> dict[str, UserC
 
 def user_file(*, tenant: Tenant, agent: Agent, user_id: str, name: str) -> UserContextFile | None:
     return UserContextFile.objects.for_tenant(tenant).filter(agent=agent, user_id=user_id, name=name).first()
+
+
+def users_with_copies(*, tenant: Tenant, agent: Agent, limit: int = 100) -> list[dict[str, object]]:
+    """The users who have copies of the agent's files (most recently changed first, at most
+    ``limit``): ``user_id``, ``files`` (how many) and ``updated_at`` (the latest change)."""
+    rows = (
+        UserContextFile.objects.for_tenant(tenant)
+        .filter(agent=agent)
+        .values("user_id")
+        .annotate(files=Count("id"), updated_at=Max("updated_at"))
+        .order_by("-updated_at", "user_id")[:limit]
+    )
+    return list(rows)

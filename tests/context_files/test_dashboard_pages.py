@@ -207,3 +207,13 @@ def test_the_outsider_gets_404_everywhere_with_nothing_changed(outsider, opener,
         assert outsider.post(page, {"content": "hijacked"}).status_code in (404, 405)
     assert outsider.post(url("context_file_save", "opener", "SOUL.md"), {"content": "x"}).status_code == 404
     assert tenant_state(tenant_a) == before
+
+
+def test_the_list_names_the_users_with_copies(viewer, opener, tenant_a):
+    give_user(tenant_a, opener, "bob smith", ("SOUL.md", "USER.md"))
+    page = body(viewer.get(url("context_files", "opener")))
+    assert '<a href="?user=bob%20smith"><code>bob smith</code></a> (2)' in page
+    assert '<a href="?user=alice"><code>alice</code></a> (1)' in page
+    assert page.index("bob smith") < page.index("?user=alice")  # most recent first
+    make_agent(tenant_a, "blank", Agent.Type.OPEN, templates=False)
+    assert "No user has a copy of their own yet." in body(viewer.get(url("context_files", "blank")))

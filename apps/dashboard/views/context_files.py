@@ -27,6 +27,8 @@ from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent
 from apps.tenants.roles import Role
 
+MAX_USERS = 100  # users with copies listed on an agent's page
+
 
 class ContextFileForm(forms.Form):
     content = forms.CharField(
@@ -79,6 +81,8 @@ def file_list(request: DashboardRequest, key: str) -> HttpResponse:
             "user_id": user_id,
             "user_error": user_error,
             "copies": copies,
+            "users": selectors.users_with_copies(tenant=request.actor.tenant, agent=agent, limit=MAX_USERS),
+            "max_users": MAX_USERS,
             "can_edit": request.actor.can(Role.ADMIN),
         },
     )
