@@ -50,4 +50,4 @@ def users_with_copies(*, tenant: Tenant, agent: Agent, limit: int = 100) -> list
         .annotate(files=Count("id"), updated_at=Max("updated_at"))
         .order_by("-updated_at", "user_id")[:limit]
     )
-    return list(rows)
+    return [dict(row) for row in rows]
