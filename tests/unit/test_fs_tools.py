@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.runtime import registry
+from apps.runtime import registry, vfs
 from apps.runtime.context import CallContext
 from apps.runtime.results import ToolResult
 from apps.runtime.tools import fs
@@ -42,6 +42,17 @@ def make_ctx(tenant_a, ws):
 @pytest.fixture
 def ctx(make_ctx) -> CallContext:
     return make_ctx()
+
+
+@pytest.fixture
+def disk_memory():
+    """The disk's own rule for memory/ (the memory interceptor, which serves those paths from the
+    database, set aside)."""
+    from apps.memory.interceptor import INTERCEPTOR
+
+    vfs.unregister(INTERCEPTOR.name)
+    yield
+    vfs.register(INTERCEPTOR, order=20)
 
 
 def call(ctx: CallContext, name: str, **args) -> ToolResult:
@@ -157,7 +168,7 @@ def test_read_file_refuses_a_fifo_without_blocking(ctx, ws):
     assert "not a regular file" in err(call(ctx, "read_file", path="pipe"))
 
 
-def test_read_file_denied_prefixes_default_and_configured(make_ctx, ws):
+def test_read_file_denied_prefixes_default_and_configured(make_ctx, ws, disk_memory):
     (ws / "memory").mkdir()
     (ws / "memory" / "x.md").write_text("m")
     (ws / "private").mkdir()
@@ -246,7 +257,7 @@ def test_write_file_refuses_a_hardlink_and_leaves_its_other_name_alone(ctx, ws, 
         (".docker/config.json", "sensitive path"),
     ],
 )
-def test_write_file_refuses_denied_and_sensitive_paths(ctx, ws, path, message):
+def test_write_file_refuses_denied_and_sensitive_paths(ctx, ws, path, message, disk_memory):
     assert message in err(call(ctx, "write_file", path=path, content="x"))
     assert not (ws / path).exists()
 
