@@ -595,9 +595,18 @@ def _resolve_dir(ctx: CallContext, tool_name: str, args: dict[str, Any]) -> tupl
 def list_files(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     """A directory's entries (``recursive``: the tree below, junk directories not expanded)."""
     recursive = _bool_arg(args, "recursive")
-    target, ws_real, shown = _resolve_dir(ctx, "list_files", args)
+    try:
+        target, ws_real, shown = _resolve_dir(ctx, "list_files", args)
+    except PathError:
+        virtual = _virtual_folder(ctx, _str_arg(args, "path", ".") or ".", recursive)
+        if virtual is None:
+            raise
+        return virtual
     info = _lstat(target)
     if info is None:
+        virtual = _virtual_folder(ctx, _str_arg(args, "path", ".") or ".", recursive)
+        if virtual is not None:
+            return virtual
         return ToolResult.error(f"directory not found: {shown}. Use list_files on '.' to see the workspace.")
     if not stat.S_ISDIR(info.st_mode):
         return ToolResult.error(f"{shown} is a file, not a directory. Use read_file to read it.")
@@ -626,6 +635,26 @@ def list_files(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     if more or budget[0] <= 0:
         text += f"\n[listing stopped at {len(rows)} entries; list a sub-directory to see the rest]"
     return ToolResult.ok(text, path=shown, entries=len(rows), truncated=more or budget[0] <= 0)
+
+
+def _virtual_folder(ctx: CallContext, path: str, recursive: bool) -> ToolResult | None:
+    """The listing of a folder the disk refuses or lacks that holds virtual files (``memory/``: the
+    disk's copy is denied to the fs tools), or None."""
+    folder = vfs.logical_path(ctx, path)
+    if folder is None:
+        return None
+    inside = [entry for entry in vfs.entries(ctx) if entry.path.startswith(f"{folder}/")]
+    if not inside:
+        return None
+    rows: list[str] = []
+    for entry in inside:
+        relative = entry.path[len(folder) + 1 :]
+        if recursive or "/" not in relative:
+            rows.append(_virtual_row(vfs.VirtualEntry(relative, entry.size, entry.source)))
+        elif (sub := relative.split("/", 1)[0] + "/") not in rows:
+            rows.append(sub)
+    header = f"{folder}/ ({len(rows)} entries{', recursive' if recursive else ''}):"
+    return ToolResult.ok(header + "\n" + "\n".join(rows), path=folder, entries=len(rows), truncated=False)
 
 
 def _virtual_row(entry: vfs.VirtualEntry) -> str:
