@@ -280,3 +280,21 @@ def test_a_viewer_key_cannot_execute_memory_writes(tenant_a, agent):
     )
     assert response.status_code == 403
     assert not documents(tenant_a).exists()
+
+
+def test_list_files_of_the_memory_folder_shows_its_documents(member_a, agent, tenant_a):
+    refused = call(member_a, "list_files", {"path": "memory"})
+    assert refused["is_error"] is True  # nothing saved yet: the disk's memory/ stays off limits
+    call(member_a, "write_file", {"path": "memory/a.md", "content": "aa"})
+    call(member_a, "write_file", {"path": "memory/deep/b.md", "content": "bbb"}, user_id="alice")
+    call(member_a, "write_file", {"path": "memory/c.md", "content": "other user"}, user_id="bob")
+
+    flat = call(member_a, "list_files", {"path": "memory/"}, user_id="alice")
+    assert flat["is_error"] is False
+    assert flat["for_llm"] == ("memory/ (2 entries):\na.md  (2 bytes; memory, stored by Toolgate)\ndeep/")
+    deep = call(member_a, "list_files", {"path": "./memory", "recursive": True}, user_id="alice")["for_llm"]
+    assert "deep/b.md  (3 bytes; memory, stored by Toolgate)" in deep
+    assert "c.md" not in deep
+    assert call(member_a, "list_files", {"path": "memory/deep"}, user_id="alice")["for_llm"] == (
+        "memory/deep/ (1 entries):\nb.md  (3 bytes; memory, stored by Toolgate)"
+    )
