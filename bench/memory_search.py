@@ -74,12 +74,15 @@ def _seed_agent(
         )
         for n in range(chunks // CHUNKS_PER_DOCUMENT)
     )
-    import numpy as np
+    import torch
 
-    noise = np.random.default_rng(rng.randrange(2**32))
-    base = np.asarray(vectors, dtype=np.float32)
-    noisy = base[np.arange(chunks) % len(base)] + noise.normal(0.0, 0.01, (chunks, base.shape[1]))
-    noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+    # torch, as the model uses: numpy's BLAS threads would keep spinning and slow the model down.
+    noise = torch.Generator().manual_seed(rng.randrange(2**32))
+    base = torch.tensor(vectors, dtype=torch.float32)
+    noisy = base[torch.arange(chunks) % len(base)] + 0.01 * torch.randn(
+        chunks, base.shape[1], generator=noise
+    )
+    noisy = torch.nn.functional.normalize(noisy, dim=1)
     rows = []
     for n in range(chunks):
         document = documents[n // CHUNKS_PER_DOCUMENT]
