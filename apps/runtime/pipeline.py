@@ -127,6 +127,30 @@ def _safeguard(name: str, args: dict[str, Any], ctx: CallContext) -> str | None:
     return None
 
 
+NUL_MESSAGE = "arguments contain a NUL character (\\u0000), which no tool accepts; send the text without it."
+
+
+def _has_nul(value: Any) -> bool:
+    """Whether a NUL character is in any string (key or value) of ``value`` (iterative)."""
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, str):
+            if "\x00" in current:
+                return True
+        elif isinstance(current, dict):
+            stack.extend(current.keys())
+            stack.extend(current.values())
+        elif isinstance(current, list):
+            stack.extend(current)
+    return False
+
+
+def _storable(text: str) -> str:
+    """``text`` as PostgreSQL can store it: NUL characters become U+FFFD."""
+    return text.replace("\x00", "\ufffd")
+
+
 def _scrub_args(value: Any, scrub: Any) -> Any:
     if isinstance(value, str):
         return scrub(value)
@@ -206,6 +230,9 @@ class _Call:
     def front(self) -> CallOutcome | Verdict | None:
         """Steps 1-3: an outcome when the call ends here, a verdict that asks a human, or None to go on."""
         request = self.request
+        # 0. No tool takes a NUL character (C strings end there; PostgreSQL text cannot hold one).
+        if "\x00" in self.name or _has_nul(self.args):
+            return self.finish(Decision.INVALID, ToolResult.error(NUL_MESSAGE))
         # 1-2. names: domain form, aliases, unknown and denied names
         translated = strap.to_flat(self.name, self.args, allowed=self.allowed)
         if translated is not None:
@@ -556,17 +583,19 @@ def _record(
     duration_ms: float,
     scrub: Any,
 ) -> None:
-    scrubbed_args = _scrub_args(args, scrub)
+    scrubbed_args = _scrub_args(args, lambda text: _storable(scrub(text)))
+    if _has_nul(scrubbed_args):  # a key: keys are not scrubbed
+        scrubbed_args = {"_truncated": True, "keys": sorted(_storable(str(k)) for k in args)[:50]}
     if len(json.dumps(scrubbed_args, default=str)) > 64 * 1024:
-        scrubbed_args = {"_truncated": True, "keys": sorted(str(k) for k in args)[:50]}
-    error = result.for_llm[:MAX_ERROR_CHARS] if result.is_error else ""
+        scrubbed_args = {"_truncated": True, "keys": sorted(_storable(str(k)) for k in args)[:50]}
+    error = _storable(result.for_llm[:MAX_ERROR_CHARS]) if result.is_error else ""
     call = ToolCall(
         id=uuid.UUID(call_id),
         tenant=actor.tenant,
         agent=request.agent,
         agent_key=request.agent.key,
-        tool=name[:200],
-        resolved_tool=resolved,
+        tool=_storable(name[:200]),
+        resolved_tool=_storable(resolved),
         args=scrubbed_args,
         decision=decision,
         status=ToolCall.Status.ERROR if result.is_error else ToolCall.Status.OK,

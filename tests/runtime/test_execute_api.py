@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from apps.audit.models import ToolCall
@@ -221,3 +223,28 @@ def test_an_omitted_context_means_the_serializers_defaults():
     from apps.runtime.api.views import DEFAULT_CONTEXT
 
     assert CallContextInput(data={}).run_validation({}) == DEFAULT_CONTEXT
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"path": "a.txt", "content": "a\x00b"},
+        {"path": "a\x00.txt", "content": "x"},
+        {"path": "a.txt", "content": "x", "nested\x00": "y"},
+    ],
+)
+def test_nul_characters_in_arguments_are_refused_and_recorded(member_a, agent, tenant_a, args):
+    body = call(member_a, "write_file", args)
+    assert body["is_error"] is True
+    assert "NUL character" in body["for_llm"]
+    row = ToolCall.objects.for_tenant(tenant_a).get(pk=body["call_id"])
+    assert row.decision == "invalid"
+    assert "\x00" not in json.dumps(row.args)
+
+
+def test_nul_characters_in_a_tools_output_are_stored_replaced(member_a, agent, tenant_a):
+    body = call(member_a, "exec", {"command": "printf 'a\\000b'; exit 3"})
+    assert body["is_error"] is True
+    assert "a\x00b" in body["for_llm"]
+    row = ToolCall.objects.for_tenant(tenant_a).get(pk=body["call_id"])
+    assert "a\ufffdb" in row.error
