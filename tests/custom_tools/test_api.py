@@ -231,7 +231,7 @@ def test_deleting_an_agent_deletes_its_own_tools(admin_a, tenant_a, agent):
             "at most 65536 bytes",
         ),
         (
-            {"parameters": {"type": "object", "properties": {"a": _nested(200)}}},
+            {"parameters": {"type": "object", "properties": {"a": _nested(40)}}},
             "parameters",
             "more than 32 levels deep",
         ),
