@@ -350,6 +350,7 @@ def test_the_expiry_sweep_times_out_what_is_past_its_expiry(member_a, agent, ten
     assert tasks.expire_approvals() == 0
 
 
+@pytest.mark.usefixtures("registered_schedules")
 def test_the_sweep_is_scheduled_every_minute():
     from django_q.models import Schedule
 

@@ -243,6 +243,7 @@ def test_an_open_agents_users_get_their_own_containers_in_agent_scope(owner_a, m
     assert len(containers_of(engine, scope="agent")) == 2
 
 
+@pytest.mark.usefixtures("registered_schedules")
 def test_the_prune_job_is_scheduled_every_five_minutes():
     schedule = Schedule.objects.get(name=tasks.PRUNE_SCHEDULE)
     assert schedule.func == "apps.runtime.sandbox.tasks.prune"

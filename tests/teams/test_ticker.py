@@ -52,6 +52,7 @@ def make_due(task: Task) -> None:
     )
 
 
+@pytest.mark.usefixtures("registered_schedules")
 def test_the_schedule_is_registered_every_five_minutes():
     schedule = Schedule.objects.get(name=tasks.TICKER_SCHEDULE)
     assert (schedule.func, schedule.schedule_type, schedule.minutes, schedule.repeats) == (
@@ -62,6 +63,7 @@ def test_the_schedule_is_registered_every_five_minutes():
     )
 
 
+@pytest.mark.usefixtures("registered_schedules")
 def test_a_changed_interval_reaches_the_schedule(settings):
     settings.TOOLGATE_TEAM_TICKER_SECONDS = 90
     tasks.tick()
