@@ -30,8 +30,12 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per process at a time; each has
+# its own test database on the one embedded server. TEST_WORKERS=0 runs it in this process alone.
+TEST_WORKERS ?= 2
+
 test: $(STAMP) system-deps lint
-	TOOLGATE_TEST=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+	TOOLGATE_TEST=1 $(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
