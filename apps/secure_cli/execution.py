@@ -45,7 +45,7 @@ from apps.runtime import shell_parse
 from apps.runtime.context import CallContext
 from apps.runtime.results import ToolResult
 from apps.runtime.tools import exec as exec_tool
-from apps.runtime.workspace import real_workspace, relative_to_workspace
+from apps.runtime.workspace import real_workspace
 from apps.secure_cli import lookup
 from apps.secure_cli.lookup import LookupUnavailable, ResolvedCLI
 
@@ -392,16 +392,4 @@ def run_credentialed(
             return ToolResult.error(f"could not start {name}: {error.strerror or error}.", credentialed=name)
     text = exec_tool.format_outcome(outcome, timeout, timeout_hint=TIMEOUT_HINT)
     trace.add("run", "timed out" if outcome.timed_out else "finished", f"exit code {outcome.exit_code}")
-    data: dict[str, Any] = {
-        **sandboxed,
-        "credentialed": name,
-        "exit_code": outcome.exit_code,
-        "timed_out": outcome.timed_out,
-        "stdout_truncated": outcome.stdout.truncated,
-        "stderr_truncated": outcome.stderr.truncated,
-        "cwd": relative_to_workspace(cwd, ctx.workspace),
-        "duration_ms": round(outcome.seconds * 1000),
-    }
-    if outcome.timed_out or outcome.exit_code != 0:
-        return ToolResult.error(text, **data)
-    return ToolResult.ok(text, **data)
+    return exec_tool.outcome_result(ctx, outcome, text, cwd, **sandboxed, credentialed=name)

@@ -86,3 +86,26 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.1):  # type: 
 def containers_of(client: docker.DockerClient, **labels: str) -> list:  # type: ignore[type-arg]
     filters = [f"{manager.LABEL_INSTANCE}={RUN_INSTANCE}", *(f"toolgate.{k}={v}" for k, v in labels.items())]
     return client.containers.list(all=True, filters={"label": filters})
+
+
+@pytest.fixture
+def agent(tenant_a):  # type: ignore[no-untyped-def]
+    """Tenant A's agent ``bot``, the one the tests' calls name."""
+    from apps.tenants import services
+    from apps.tenants.actors import Actor
+
+    return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
+
+
+@pytest.fixture
+def engine() -> Iterator[docker.DockerClient]:
+    """A client of the engine, to look at the containers as Docker sees them."""
+    client = docker.DockerClient(base_url="unix:///var/run/docker.sock", version=manager.API_VERSION)
+    yield client
+    client.close()
+
+
+def configure(client, **sandbox) -> None:  # type: ignore[no-untyped-def]
+    """Set the tenant's sandbox settings through the tenant API, as an admin would."""
+    response = client.patch("/api/v1/tenant/", {"settings": {"sandbox": sandbox}}, format="json")
+    assert response.status_code == 200, response.content

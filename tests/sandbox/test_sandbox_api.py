@@ -21,7 +21,7 @@ from apps.runtime.sandbox import services as sandbox_services
 from apps.runtime.sandbox_models import SandboxContainer
 from apps.tenants import services
 from apps.tenants.actors import Actor
-from apps.tenants.models import Agent, Tenant
+from apps.tenants.models import Agent
 from apps.tenants.roles import Role
 from tests import factories
 from tests.api.tenant_state import tenant_state
@@ -31,18 +31,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox_settings")
 
 STATUS = "/api/v1/sandbox/"
 CONTAINERS = "/api/v1/sandbox/containers/"
-
-
-@pytest.fixture
-def agent(tenant_a: Tenant) -> Agent:
-    return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
-
-
-@pytest.fixture
-def engine():
-    client = docker.DockerClient(base_url="unix:///var/run/docker.sock", version=manager.API_VERSION)
-    yield client
-    client.close()
 
 
 def ok(response, status: int = 200):

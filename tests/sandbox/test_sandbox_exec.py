@@ -10,7 +10,6 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import docker
 import pytest
 
 from apps.policy import services as policy_services
@@ -19,21 +18,9 @@ from apps.runtime.sandbox_models import SandboxContainer
 from apps.runtime.workspace import workspace_for
 from apps.tenants import services
 from apps.tenants.actors import Actor
-from tests.sandbox.conftest import containers_of
+from tests.sandbox.conftest import configure, containers_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox_settings")]
-
-
-@pytest.fixture
-def agent(tenant_a):
-    return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
-
-
-@pytest.fixture
-def engine():
-    client = docker.DockerClient(base_url="unix:///var/run/docker.sock", version=manager.API_VERSION)
-    yield client
-    client.close()
 
 
 def allow_data_exfiltration(tenant) -> None:
@@ -42,11 +29,6 @@ def allow_data_exfiltration(tenant) -> None:
     document = dict(saved.document) if saved is not None else {}
     document["shellDenyGroups"] = {"data_exfiltration": False}
     policy_services.policy_save(Actor.system(tenant), target, document)
-
-
-def configure(client, **sandbox) -> None:
-    response = client.patch("/api/v1/tenant/", {"settings": {"sandbox": sandbox}}, format="json")
-    assert response.status_code == 200, response.content
 
 
 def run(client, command, *, agent="bot", session="s-1", **args):

@@ -8,7 +8,6 @@ import json
 import socket
 import threading
 
-import docker
 import pytest
 from django.db import connection
 from django_q.models import Schedule
@@ -23,28 +22,11 @@ from apps.runtime.workspace import workspace_for
 from apps.secure_cli import services as cli_services
 from apps.tenants import services
 from apps.tenants.actors import Actor
-from tests.sandbox.conftest import containers_of
+from tests.sandbox.conftest import configure, containers_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox_settings")]
 
 TOKEN = "tok3n-sandbox-Wq52mzLr"
-
-
-@pytest.fixture
-def agent(tenant_a):
-    return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
-
-
-@pytest.fixture
-def engine():
-    client = docker.DockerClient(base_url="unix:///var/run/docker.sock", version=manager.API_VERSION)
-    yield client
-    client.close()
-
-
-def configure(client, **sandbox) -> None:
-    response = client.patch("/api/v1/tenant/", {"settings": {"sandbox": sandbox}}, format="json")
-    assert response.status_code == 200, response.content
 
 
 def call(client, tool, args, *, session="s-1"):

@@ -380,8 +380,15 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     except OSError as error:
         return ToolResult.error(f"could not start the command: {error.strerror or error}.")
 
-    text = format_outcome(outcome, timeout)
+    return outcome_result(ctx, outcome, format_outcome(outcome, timeout), cwd)
+
+
+def outcome_result(ctx: CallContext, outcome: RunOutcome, text: str, cwd: Path, **extra: Any) -> ToolResult:
+    """The tool's result for a command that ran: ``text`` for the model, the exit code, the timeout and
+    truncation flags, the working directory and the duration as data (with ``extra``); an error when
+    it timed out or exited non-zero."""
     data: dict[str, Any] = {
+        **extra,
         "exit_code": outcome.exit_code,
         "timed_out": outcome.timed_out,
         "stdout_truncated": outcome.stdout.truncated,
@@ -458,15 +465,4 @@ def _run_sandboxed(
     note = sandbox_notes(outcome, target)
     if note:
         text = f"{text}\n{note}"
-    data: dict[str, Any] = {
-        "exit_code": outcome.exit_code,
-        "timed_out": outcome.timed_out,
-        "stdout_truncated": outcome.stdout.truncated,
-        "stderr_truncated": outcome.stderr.truncated,
-        "cwd": relative_to_workspace(cwd, ctx.workspace),
-        "duration_ms": round(outcome.seconds * 1000),
-        **sandbox_data(outcome, target),
-    }
-    if outcome.timed_out or outcome.exit_code != 0:
-        return ToolResult.error(text, **data)
-    return ToolResult.ok(text, **data)
+    return outcome_result(ctx, outcome, text, cwd, **sandbox_data(outcome, target))
