@@ -7,6 +7,7 @@ developer's data is never read or written.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -48,3 +49,43 @@ def drop(settings_dict: dict[str, Any]) -> None:
     name = sql.Identifier(_checked_name(settings_dict))
     with _admin_connection(settings_dict) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+
+
+def with_bench_tenant(work: Callable[[Any], list[str]]) -> int:
+    """Run ``work(tenant)`` on a fresh, migrated bench database with one tenant ``bench``, print the
+    lines it returns, and drop the database (and stop the embedded server if this run started it)."""
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connections
+
+    from apps.tenants import services
+    from config import embedded_db
+
+    settings_dict = connections["default"].settings_dict
+    try:
+        recreate(settings_dict)
+        call_command("migrate", verbosity=0, interactive=False)
+        call_command("createcachetable", verbosity=0)
+        lines = work(services.tenant_create(slug="bench", name="Bench"))
+    finally:
+        connections.close_all()
+        drop(settings_dict)
+        if settings.EMBEDDED_DATABASE and embedded_db.started_here:
+            embedded_db.stop()
+    print("\n".join(lines))
+    return 0
+
+
+def standalone(main: Callable[[], int]) -> None:
+    """Run one bench module's ``main`` as ``python -m bench`` runs them: only the throwaway bench
+    database is ever touched."""
+    import os
+    import sys
+
+    os.environ["TOOLGATE_DB_NAME"] = BENCH_DB
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    sys.exit(main())

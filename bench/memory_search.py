@@ -23,7 +23,6 @@ import os
 import platform
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -213,38 +212,12 @@ def main() -> int:
     if args.runs < 1:
         parser.error("--runs is at least 1")
 
-    from django.conf import settings
-    from django.core.management import call_command
-    from django.db import connections
-
-    from apps.tenants import services
     from bench import db
-    from config import embedded_db
 
-    settings_dict = connections["default"].settings_dict
-    try:
-        db.recreate(settings_dict)
-        call_command("migrate", verbosity=0, interactive=False)
-        call_command("createcachetable", verbosity=0)
-        tenant = services.tenant_create(slug="bench", name="Bench")
-        lines = run(tenant=tenant, runs=args.runs)
-    finally:
-        connections.close_all()
-        db.drop(settings_dict)
-        if settings.EMBEDDED_DATABASE and embedded_db.started_here:
-            embedded_db.stop()
-    print("\n".join(lines))
-    return 0
+    return db.with_bench_tenant(lambda tenant: run(tenant=tenant, runs=args.runs))
 
 
 if __name__ == "__main__":
-    from bench.db import BENCH_DB
+    from bench.db import standalone
 
-    # As ``python -m bench`` does: only the throwaway bench database is ever touched.
-    os.environ["TOOLGATE_DB_NAME"] = BENCH_DB
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    import django
-
-    django.setup()
-    sys.exit(main())
+    standalone(main)

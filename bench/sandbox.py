@@ -344,43 +344,19 @@ def main() -> int:
     if args.runs < 1 or args.cold_runs < 1:
         parser.error("--runs and --cold-runs are at least 1")
 
-    from django.conf import settings
-    from django.core.management import call_command
-    from django.db import connections
-
-    from apps.tenants import services
     from bench import db
-    from config import embedded_db
 
     try:
         prepared = prepare()
     except EngineUnavailable as error:
         print(f"bench.sandbox: {error}", file=sys.stderr)
         return 1
-    settings_dict = connections["default"].settings_dict
-    try:
-        db.recreate(settings_dict)
-        call_command("migrate", verbosity=0, interactive=False)
-        call_command("createcachetable", verbosity=0)
-        tenant = services.tenant_create(slug="bench", name="Bench")
-        lines = run(tenant=tenant, runs=args.runs, cold_runs=args.cold_runs, prepared=prepared)
-    finally:
-        connections.close_all()
-        db.drop(settings_dict)
-        if settings.EMBEDDED_DATABASE and embedded_db.started_here:
-            embedded_db.stop()
-    print("\n".join(lines))
-    return 0
+    return db.with_bench_tenant(
+        lambda tenant: run(tenant=tenant, runs=args.runs, cold_runs=args.cold_runs, prepared=prepared)
+    )
 
 
 if __name__ == "__main__":
-    from bench.db import BENCH_DB
+    from bench.db import standalone
 
-    # As ``python -m bench`` does: only the throwaway bench database is ever touched.
-    os.environ["TOOLGATE_DB_NAME"] = BENCH_DB
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    import django
-
-    django.setup()
-    sys.exit(main())
+    standalone(main)
