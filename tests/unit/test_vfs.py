@@ -93,6 +93,7 @@ def test_list_files_shows_virtual_files_at_the_root(notes, ctx):
     assert "NOTES.md  (5 bytes; notes, stored by Toolgate)" in flat
     assert "real.txt  (7 bytes)" in flat
     assert "notes/deep.md" not in flat
+    assert "notes/  (stored by Toolgate)" in flat  # the folder is shown, its files by listing it
     assert "notes/deep.md  (6 bytes; notes" in call("list_files", ctx, path=".", recursive=True).for_llm
 
 

@@ -627,7 +627,13 @@ def list_files(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
             break
         rows.append(_list_row("/".join(entry.parts[base_len:]), entry, recursive))
     if target == ws_real:
-        rows.extend(_virtual_row(entry) for entry in vfs.entries(ctx) if recursive or "/" not in entry.path)
+        folders: list[str] = []
+        for entry in vfs.entries(ctx):
+            if recursive or "/" not in entry.path:
+                rows.append(_virtual_row(entry))
+            elif (folder := entry.path.split("/", 1)[0] + "/") not in folders:
+                folders.append(folder)  # e.g. memory/: its files are listed by list_files("memory")
+        rows.extend(f"{folder}  (stored by Toolgate)" for folder in folders)
     if not rows:
         return ToolResult.ok(f"{shown} is empty.", path=shown, entries=0)
     header = f"{shown}/ ({len(rows)} entries{', recursive' if recursive else ''}):"
