@@ -628,10 +628,10 @@ def list_files(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         rows.append(_list_row("/".join(entry.parts[base_len:]), entry, recursive))
     if target == ws_real:
         folders: list[str] = []
-        for entry in vfs.entries(ctx):
-            if recursive or "/" not in entry.path:
-                rows.append(_virtual_row(entry))
-            elif (folder := entry.path.split("/", 1)[0] + "/") not in folders:
+        for stored in vfs.entries(ctx):
+            if recursive or "/" not in stored.path:
+                rows.append(_virtual_row(stored))
+            elif (folder := stored.path.split("/", 1)[0] + "/") not in folders:
                 folders.append(folder)  # e.g. memory/: its files are listed by list_files("memory")
         rows.extend(f"{folder}  (stored by Toolgate)" for folder in folders)
     if not rows:
