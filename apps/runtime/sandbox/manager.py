@@ -498,7 +498,7 @@ def prune(now: Any = None) -> dict[str, int]:
     recorded = set()
     for row in SandboxContainer.objects.dangerously_all_tenants().select_related("tenant", "agent"):
         recorded.add(row.container_id)
-        if row.container_id not in present:
+        if row.container_id not in present and _vanished(row.container_id):
             forget(row.name)
             data = {**describe(row), "reason": "gone"}
             row.delete()
@@ -513,6 +513,18 @@ def prune(now: Any = None) -> dict[str, int]:
         if created < now - ORPHAN_GRACE and _remove_quietly(str(entry["Id"])):
             counts["orphan"] += 1
     return counts
+
+
+def _vanished(container_id: str) -> bool:
+    """Whether the engine no longer has the container at all (asked by id: a container made under
+    another installation label is not "gone"); an engine that fails to answer keeps the row."""
+    try:
+        client().api.inspect_container(container_id)
+    except docker.errors.NotFound:
+        return True
+    except (SandboxUnavailable, *_ENGINE_ERRORS):
+        return False
+    return False
 
 
 # --- running a command --------------------------------------------------------------------------------
