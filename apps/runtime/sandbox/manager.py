@@ -465,13 +465,18 @@ def remove(row: SandboxContainer, *, reason: str) -> bool:
     """Stop and remove a container and its row; False (row kept) when the engine failed to."""
     if not _remove_quietly(row.container_id):
         return False
-    forget(row.name)
+    _drop_row(row, reason=reason)
+    return True
+
+
+def _drop_row(row: SandboxContainer, *, reason: str) -> None:
+    """Forget a container whose engine side is gone: its row, this process's id, and a live event."""
     from apps.realtime import events
 
+    forget(row.name)
     data = {**describe(row), "reason": reason}
     row.delete()
     events.publish(tenant=row.tenant, topic=TOPIC, type="sandbox.container.removed", data=data)
-    return True
 
 
 def prune(now: Any = None) -> dict[str, int]:
@@ -499,12 +504,7 @@ def prune(now: Any = None) -> dict[str, int]:
     for row in SandboxContainer.objects.dangerously_all_tenants().select_related("tenant", "agent"):
         recorded.add(row.container_id)
         if row.container_id not in present and _vanished(row.container_id):
-            forget(row.name)
-            data = {**describe(row), "reason": "gone"}
-            row.delete()
-            from apps.realtime import events
-
-            events.publish(tenant=row.tenant, topic=TOPIC, type="sandbox.container.removed", data=data)
+            _drop_row(row, reason="gone")
             counts["gone"] += 1
     for entry in listed:
         if str(entry["Id"]) in recorded:

@@ -108,13 +108,20 @@ def minimal_env(workspace: Path) -> dict[str, str]:
     )
 
 
-def effective_timeout(requested: Any, settings: Mapping[str, Any]) -> int:
-    """Seconds allowed: the call's ``timeout``, else ``tools.exec.timeout_seconds``, else 60; always
-    clamped to 1..300 (booleans and non-integers fall back to the default)."""
+def effective_timeout(
+    requested: Any,
+    settings: Mapping[str, Any],
+    *,
+    limit: int = MAX_TIMEOUT_SECONDS,
+    default: int = DEFAULT_TIMEOUT_SECONDS,
+) -> int:
+    """Seconds allowed: the call's ``timeout``, else ``tools.exec.timeout_seconds``, else ``default``
+    (60); always clamped to 1..``limit`` (300; in the sandbox, its own ``timeout_seconds``, which is
+    also the default there). Booleans and non-integers fall back to the default."""
     for value in (requested, settings.get("timeout_seconds")):
         if isinstance(value, int) and not isinstance(value, bool):
-            return max(1, min(MAX_TIMEOUT_SECONDS, value))
-    return DEFAULT_TIMEOUT_SECONDS
+            return max(1, min(limit, value))
+    return default
 
 
 @dataclass
@@ -401,19 +408,9 @@ def outcome_result(ctx: CallContext, outcome: RunOutcome, text: str, cwd: Path, 
     return ToolResult.ok(text, **data)
 
 
-def sandbox_timeout(requested: Any, settings: Mapping[str, Any], limit: int) -> int:
-    """Seconds allowed in the sandbox: the call's ``timeout``, else ``tools.exec.timeout_seconds``, else
-    the sandbox's ``timeout_seconds`` (300), never more than the latter."""
-    for value in (requested, settings.get("timeout_seconds")):
-        if isinstance(value, int) and not isinstance(value, bool):
-            return max(1, min(limit, value))
-    return limit
-
-
 def sandbox_env(target: Target, workspace: Path) -> dict[str, str]:
-    """A command's environment in the container: built from nothing, HOME inside the container."""
-    env = {"PATH": SAFE_PATH, "HOME": target.home(workspace), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
-    return sanitize_env({**env, "TERM": "dumb"})
+    """A command's environment in the container: :func:`minimal_env` with HOME inside the container."""
+    return minimal_env(Path(target.home(workspace)))
 
 
 def sandbox_notes(outcome: RunOutcome, target: Target) -> str:
@@ -449,7 +446,8 @@ def _run_sandboxed(
     failure of the sandbox refuses the command."""
     from apps.runtime.sandbox import manager as sandbox
 
-    timeout = sandbox_timeout(args.get("timeout"), settings, target.config.timeout_seconds)
+    limit = target.config.timeout_seconds
+    timeout = effective_timeout(args.get("timeout"), settings, limit=limit, default=limit)
     workspace = real_workspace(ctx.workspace)
     try:
         outcome = sandbox.run(
