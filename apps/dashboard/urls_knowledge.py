@@ -1,0 +1,5 @@
+"""Dashboard routes of knowledge."""
+
+from django.urls import URLPattern
+
+urlpatterns: list[URLPattern] = []
