@@ -116,6 +116,9 @@ INSTALLED_APPS = [
     "apps.teams",
     "apps.memory",
     "apps.context_files",
+    "apps.knowledge",
+    "apps.skills",
+    "apps.llm",
     "apps.runtime",
     "apps.dashboard",
 ]

@@ -19,6 +19,9 @@ api_v1 = [
     path("", include("apps.context_files.api.urls")),
     path("", include("apps.memory.api.urls")),
     path("", include("apps.memory.embedding_api")),
+    path("", include("apps.knowledge.api.urls")),
+    path("", include("apps.skills.api.urls")),
+    path("", include("apps.llm.api.urls")),
 ]
 
 urlpatterns = [

@@ -4,11 +4,14 @@ from apps.dashboard import (
     urls_approvals,
     urls_context_files,
     urls_custom_tools,
+    urls_knowledge,
+    urls_llm,
     urls_mcp,
     urls_memory,
     urls_policy,
     urls_sandbox,
     urls_secure_cli,
+    urls_skills,
     urls_teams,
 )
 from apps.dashboard.views import agents, api_keys, audit, auth, home, members, runtime, tool_calls, tools
@@ -45,4 +48,7 @@ urlpatterns = [
     *urls_sandbox.urlpatterns,
     *urls_context_files.urlpatterns,
     *urls_memory.urlpatterns,
+    *urls_knowledge.urlpatterns,
+    *urls_skills.urlpatterns,
+    *urls_llm.urlpatterns,
 ]

@@ -41,6 +41,9 @@ TOPICS: dict[str, str] = {
     "sandbox": Role.ADMIN,
     "context_files": Role.ADMIN,
     "memory": Role.ADMIN,
+    "knowledge": Role.ADMIN,
+    "skills": Role.ADMIN,
+    "llm": Role.ADMIN,
     # The subscriber's own events (e.g. the decision on an access request it made): every role, and
     # only ever its own actor's (``actor_group``), never the tenant's.
     ME: Role.VIEWER,

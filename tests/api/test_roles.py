@@ -15,11 +15,14 @@ from tests.api import (
     roles_approvals,
     roles_context_files,
     roles_custom_tools,
+    roles_knowledge,
+    roles_llm,
     roles_mcp,
     roles_memory,
     roles_policy,
     roles_sandbox,
     roles_secure_cli,
+    roles_skills,
     roles_teams,
 )
 from tests.api.tenant_state import tenant_state
@@ -49,6 +52,9 @@ def _targets(tenant: Tenant) -> dict[str, str]:
         **roles_sandbox.targets(tenant),
         **roles_context_files.targets(tenant),
         **roles_memory.targets(tenant),
+        **roles_knowledge.targets(tenant),
+        **roles_skills.targets(tenant),
+        **roles_llm.targets(tenant),
     }
 
 
@@ -91,6 +97,9 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     *roles_sandbox.ACTIONS,
     *roles_context_files.ACTIONS,
     *roles_memory.ACTIONS,
+    *roles_knowledge.ACTIONS,
+    *roles_skills.ACTIONS,
+    *roles_llm.ACTIONS,
 ]
 
 

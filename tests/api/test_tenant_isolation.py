@@ -17,11 +17,14 @@ from tests.api import (
     isolation_approvals,
     isolation_context_files,
     isolation_custom_tools,
+    isolation_knowledge,
+    isolation_llm,
     isolation_mcp,
     isolation_memory,
     isolation_policy,
     isolation_sandbox,
     isolation_secure_cli,
+    isolation_skills,
     isolation_teams,
 )
 from tests.api.isolation_support import (
@@ -80,6 +83,9 @@ CASES: dict[str, Case] = {
     **isolation_secure_cli.CASES,
     **isolation_context_files.CASES,
     **isolation_memory.CASES,
+    **isolation_knowledge.CASES,
+    **isolation_skills.CASES,
+    **isolation_llm.CASES,
 }
 
 
