@@ -75,6 +75,9 @@ TEAM_TASK_ACTIONS = (
     "retry",
 )
 TEAM_MESSAGE_ACTIONS = ("send", "broadcast", "read")
+# The endpoints openai_compat_call may reach (relative to a provider's base URL), and the media prompts' cap.
+OPENAI_COMPAT_PATHS = ("chat/completions", "completions", "embeddings", "moderations", "responses")
+MEDIA_PROMPT_MAX = 32_000
 
 _SPECS: list[ToolSpec] = [
     # --- fs ---------------------------------------------------------------------------------------
@@ -444,30 +447,85 @@ _SPECS: list[ToolSpec] = [
         requires=("membership in a team",),
     ),
     # --- media ------------------------------------------------------------------------------------
-    *[
-        ToolSpec(
-            name,
-            "media_gen",
-            description,
-            _schema({"prompt": _s("What to generate.")}, ("prompt",)),
-            "mutating",
-            requires=("a media provider",),
-            unavailable_reason=LATER,
-        )
-        for name, description in (
-            ("create_image", "Generate an image from a description."),
-            ("create_audio", "Generate audio, music or a sound effect."),
-            ("create_video", "Generate a video from text or an image."),
-        )
-    ],
+    ToolSpec(
+        "create_image",
+        "media_gen",
+        "Generate images from a description and save them in the workspace.",
+        _schema(
+            {
+                "prompt": _s("What the image shows.", maxLength=MEDIA_PROMPT_MAX),
+                "size": _s("Width x height in pixels, e.g. 1024x1024.", pattern=r"^[0-9]{2,5}x[0-9]{2,5}$"),
+                "n": _i("How many images (default 1).", minimum=1, maximum=4),
+                "path": _s(
+                    "Where to save it in the workspace (default media/<generated name>.png).", maxLength=4096
+                ),
+                "provider": _s("Provider name (default: the tenant's default provider)."),
+            },
+            ("prompt",),
+        ),
+        "mutating",
+        requires=("a provider with an image model",),
+    ),
+    ToolSpec(
+        "create_audio",
+        "media_gen",
+        "Generate audio (music, a sound effect, spoken audio) from a description and save it in the "
+        "workspace.",
+        _schema(
+            {
+                "prompt": _s("What to generate.", maxLength=MEDIA_PROMPT_MAX),
+                "voice": _s("Voice, e.g. alloy (default alloy).", maxLength=64),
+                "format": _s("Audio format (default mp3).", enum=["mp3", "wav", "flac", "opus", "pcm16"]),
+                "path": _s(
+                    "Where to save it in the workspace (default media/<generated name>).", maxLength=4096
+                ),
+                "provider": _s("Provider name (default: the tenant's default provider)."),
+            },
+            ("prompt",),
+        ),
+        "mutating",
+        requires=("a provider with an audio model",),
+    ),
+    ToolSpec(
+        "create_video",
+        "media_gen",
+        "Generate a video from a description and save it in the workspace; a video still rendering when "
+        "the wait ends is fetched later with video_id.",
+        _schema(
+            {
+                "prompt": _s("What the video shows (not needed with video_id).", maxLength=MEDIA_PROMPT_MAX),
+                "seconds": _i("Length in seconds.", minimum=1, maximum=60),
+                "size": _s("Width x height in pixels, e.g. 1280x720.", pattern=r"^[0-9]{2,5}x[0-9]{2,5}$"),
+                "video_id": _s("A video started earlier (from a 'still rendering' answer).", maxLength=200),
+                "path": _s(
+                    "Where to save it in the workspace (default media/<generated name>.mp4).", maxLength=4096
+                ),
+                "provider": _s("Provider name (default: the tenant's default provider)."),
+            },
+        ),
+        "mutating",
+        requires=("a provider with a video model",),
+    ),
     ToolSpec(
         "tts",
         "media_gen",
-        "Text to speech.",
-        _schema({"text": _s("Text to speak."), "voice": _s("Voice.")}, ("text",)),
+        "Text to speech: speak a text and save the audio in the workspace.",
+        _schema(
+            {
+                "text": _s("Text to speak.", maxLength=4096),
+                "voice": _s("Voice, e.g. alloy (default alloy).", maxLength=64),
+                "format": _s(
+                    "Audio format (default mp3).", enum=["mp3", "opus", "aac", "flac", "wav", "pcm"]
+                ),
+                "path": _s(
+                    "Where to save it in the workspace (default media/<generated name>).", maxLength=4096
+                ),
+                "provider": _s("Provider name (default: the tenant's default provider)."),
+            },
+            ("text",),
+        ),
         "mutating",
-        requires=("a speech provider",),
-        unavailable_reason=LATER,
+        requires=("a provider with a speech model",),
     ),
     *[
         ToolSpec(
@@ -475,17 +533,31 @@ _SPECS: list[ToolSpec] = [
             "media_read",
             description,
             _schema(
-                {"path": _s("File in the workspace, or a URL."), "prompt": _s("What to look for.")}, ("path",)
+                {
+                    "path": _s("A file in the workspace (or give url).", maxLength=4096),
+                    "url": _s("An http(s) URL to fetch the file from (or give path).", maxLength=4096),
+                    "prompt": _s(prompt, maxLength=MEDIA_PROMPT_MAX),
+                    "provider": _s("Provider name (default: the tenant's default provider)."),
+                }
             ),
             "read_only",
-            requires=("a vision or transcription provider",),
-            unavailable_reason=LATER,
+            requires=(f"a provider with a {capability} model",),
         )
-        for name, description in (
-            ("read_image", "Describe or analyse an image."),
-            ("read_audio", "Transcribe audio."),
-            ("read_document", "Extract and analyse a document (PDF, images…)."),
-            ("read_video", "Analyse or transcribe a video."),
+        for name, description, prompt, capability in (
+            ("read_image", "Describe or analyse an image.", "What to look for or answer.", "vision"),
+            (
+                "read_audio",
+                "Transcribe audio.",
+                "Words or context that help the transcription.",
+                "transcription",
+            ),
+            (
+                "read_document",
+                "Read a document (PDF or text) and answer about it.",
+                "What to extract or answer (default: a summary).",
+                "document",
+            ),
+            ("read_video", "Describe or analyse a video.", "What to look for or answer.", "vision"),
         )
     ],
     # --- skills -----------------------------------------------------------------------------------
@@ -509,22 +581,29 @@ _SPECS: list[ToolSpec] = [
     ToolSpec(
         "openai_compat_call",
         None,
-        "Call an OpenAI-compatible endpoint with a custom request.",
+        "POST a JSON body to an OpenAI-compatible endpoint of a configured provider and get its JSON answer.",
         _schema(
-            {"provider": _s("Configured provider name."), "request": {"type": "object"}},
-            ("provider", "request"),
+            {
+                "path": _s(
+                    "The endpoint, relative to the provider's base URL.", enum=list(OPENAI_COMPAT_PATHS)
+                ),
+                "body": {
+                    "type": "object",
+                    "description": "The JSON request body (model defaults to the provider's).",
+                },
+                "provider": _s("Provider name (default: the tenant's default provider)."),
+            },
+            ("path", "body"),
         ),
         "mutating",
-        requires=("an LLM provider",),
-        unavailable_reason=LATER,
+        requires=("a configured provider",),
     ),
     ToolSpec(
         "workspace_dir",
         None,
-        "Resolve the workspace directory for the team or user context.",
+        "Where this call's workspace is (and the team's, when the agent is in a team).",
         _schema({}),
         "read_only",
-        unavailable_reason=LATER,
     ),
 ]
 

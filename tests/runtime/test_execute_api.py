@@ -111,14 +111,16 @@ def test_aliases_resolve_to_the_catalog_tool(member_a, agent, tenant_a):
 
 
 def test_unavailable_tools_say_so(member_a, agent):
-    body = call(member_a, "tts", {"text": "x"})
+    body = call(member_a, "create_forum_topic", {"chat_id": "1", "name": "x"})
     assert body["is_error"] is True
-    assert body["for_llm"] == "unavailable: tts is not provided by this Toolgate deployment yet."
+    assert (
+        body["for_llm"] == "unavailable: create_forum_topic is not provided by this Toolgate deployment yet."
+    )
 
 
 def test_empty_arguments_for_a_tool_with_required_parameters(member_a, agent):
-    body = call(member_a, "tts", {})
-    assert body["for_llm"].startswith("Tool call had empty arguments (required: text).")
+    body = call(member_a, "create_forum_topic", {})
+    assert body["for_llm"].startswith("Tool call had empty arguments (required: chat_id, name).")
 
 
 def test_invalid_arguments_are_explained(member_a, agent):
