@@ -314,12 +314,17 @@ _SPECS: list[ToolSpec] = [
         _schema(
             {
                 "query": _s("Entity, type or relation to find."),
+                "entity_type": _s("Only entities of this type, e.g. person or organization."),
                 "limit": _i("How many.", minimum=1, maximum=50),
+                "depth": _i(
+                    "1: each entity's relations (the default); 2: and its neighbours' relations.",
+                    minimum=1,
+                    maximum=2,
+                ),
             },
             ("query",),
         ),
         "read_only",
-        unavailable_reason=LATER,
     ),
     ToolSpec(
         "skill_search",
