@@ -329,13 +329,16 @@ _SPECS: list[ToolSpec] = [
     ToolSpec(
         "skill_search",
         "knowledge",
-        "Search the available skills.",
+        "Search the skills available to you (instructions for particular tasks) by what they do; "
+        "load one with use_skill.",
         _schema(
-            {"query": _s("What the skill should do."), "limit": _i("How many.", minimum=1, maximum=50)},
+            {
+                "query": _s("What the skill should do, in a few words.", maxLength=500),
+                "limit": _i("How many (default 5).", minimum=1, maximum=50),
+            },
             ("query",),
         ),
         "read_only",
-        unavailable_reason=LATER,
     ),
     # --- automation -------------------------------------------------------------------------------
     ToolSpec(
@@ -569,18 +572,24 @@ _SPECS: list[ToolSpec] = [
     ToolSpec(
         "use_skill",
         "skills",
-        "Activate a skill.",
-        _schema({"name": _s("Skill name.")}, ("name",)),
+        "Load a skill: its instructions, which stay active in this conversation, and the list of its "
+        "files (read one with file).",
+        _schema(
+            {
+                "name": _s("Skill name, as skill_search lists it.", maxLength=200),
+                "file": _s("One of the skill's files to read instead of its instructions.", maxLength=255),
+            },
+            ("name",),
+        ),
         "mutating",
-        unavailable_reason=LATER,
     ),
     ToolSpec(
         "publish_skill",
         "skills",
-        "Register a skill directory of the workspace.",
-        _schema({"path": _s("Skill directory.")}, ("path",)),
+        "Register a workspace directory holding a SKILL.md (frontmatter: name, description, triggers) "
+        "and other text files as your skill; publishing the same name again updates it.",
+        _schema({"path": _s("The skill's directory in the workspace, e.g. skills/my-skill.")}, ("path",)),
         "mutating",
-        unavailable_reason=LATER,
     ),
     # --- others (only in the composite group) ------------------------------------------------------
     ToolSpec(
