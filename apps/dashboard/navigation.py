@@ -31,6 +31,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("MCP", "dashboard:mcp_servers", Role.VIEWER, "mcp"),
     Section("Custom tools", "dashboard:custom_tools", Role.VIEWER, "custom_tool"),
     Section("Credentialed CLIs", "dashboard:secure_clis", Role.VIEWER, "secure_cli"),
+    Section("Skills", "dashboard:skills", Role.ADMIN, "skill"),
     Section("Sandbox", "dashboard:sandbox", Role.ADMIN, "sandbox"),
     Section("Tool calls", "dashboard:tool_calls", Role.MEMBER, "tool_call"),
     Section("API keys", "dashboard:api_keys", Role.ADMIN, "api_key"),

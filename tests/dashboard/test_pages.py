@@ -197,6 +197,7 @@ def test_owner_navigation_marks_the_current_section(owner):
         "MCP",
         "Custom tools",
         "Credentialed CLIs",
+        "Skills",
         "Sandbox",
         "Tool calls",
         "API keys",
