@@ -8,7 +8,9 @@ How a query is scored (:func:`hybrid_search`):
   of the query, so the top full-text hit scores 1.
 - **Vector**: the query is embedded with the tenant's embedder and compared by cosine similarity with
   the chunks embedded by the same model (``MemoryChunk.embedder``); vectors of another model are never
-  compared. Similarity is clipped to [0, 1].
+  compared. Similarity is clipped to [0, 1]. The shipped model's vectors have an HNSW index (memory
+  migration 0003), searched with pgvector's iterative scan so that the tenant, agent and scope filters
+  still yield enough candidates; other models' vectors are compared by an exact scan.
 - **Merge**: ``score = 0.3 * text + 0.7 * vector``. Meaning carries most of the weight, because memory
   is recalled by paraphrase ("how do we ship" for a note on deployments); the text part keeps exact
   names, numbers and rare words on top. Each side contributes its best ``CANDIDATES_PER_SIDE`` chunks;
@@ -18,7 +20,9 @@ Without an embedder (or when it fails at query time) the search runs on full tex
 rank as the score, and the result says so: ``mode`` is ``"fts"`` instead of ``"hybrid"``.
 
 Every query is filtered by tenant and agent, and by scope: ``user`` (that user's documents), ``global``
-(the agent's shared documents, ``user_id == ""``) or ``all`` (both).
+(the agent's shared documents, ``user_id == ""``) or ``all`` (both, where the user's document shadows a
+global one at the same path, as it does for memory_get and read_file: a hit always names the document
+those tools open).
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
-from pgvector.django import CosineDistance
+from django.db.models.functions import Cast
+from pgvector.django import CosineDistance, VectorField
 
-from apps.memory import embeddings
-from apps.memory.models import MemoryChunk
+from apps.memory import embeddings, selectors
+from apps.memory.models import MemoryChunk, MemoryDocument
 
 if TYPE_CHECKING:
     from apps.tenants.models import Agent, Tenant
@@ -49,6 +55,12 @@ DEFAULT_LIMIT = 5
 CANDIDATES_PER_SIDE = 50  # at least; a larger limit takes limit * 2 from each side
 SNIPPET_CHARS = 240
 SCOPES = ("user", "global", "all")
+# Models whose vectors have an HNSW index on ``embedding::vector(<dimensions>)`` (memory migration 0003).
+INDEXED_MODELS = {embeddings.LOCAL_MODEL: embeddings.LOCAL_DIMENSIONS}
+# The index's candidate list per scan step; the iterative scan goes on until enough rows pass the filters
+# (bounded by pgvector's hnsw.max_scan_tuples). 400 finds 0.9-1.0 of the exact nearest even among
+# near-duplicate chunks (bench.memory_search), for about a third of an exact scan's time at 10 000 chunks.
+HNSW_EF_SEARCH = 400
 
 Scope = Literal["user", "global", "all"]
 Mode = Literal["fts", "hybrid"]
@@ -71,6 +83,7 @@ class MemoryHit:
     score: float
     text_score: float  # the full-text rank divided by the query's best (0 when not found by words)
     vector_score: float  # cosine similarity (0 when not among the nearest or without an embedder)
+    team_lead: bool = False  # from the team lead's memory (a team member's search)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +96,7 @@ class MemoryHit:
             "vector_score": round(self.vector_score, 4),
             "chunk_id": self.chunk_id,
             "document_id": self.document_id,
+            "team_lead": self.team_lead,
         }
 
 
@@ -127,19 +141,31 @@ def validate(query: Any, *, scope: Any, limit: Any, user_id: str) -> tuple[str, 
     return query, scope, limit
 
 
-def scoped_chunks(tenant: Tenant, agent: Agent, *, user_id: str, scope: Scope) -> QuerySet[MemoryChunk]:
-    """The chunks a search may see: the tenant's, the agent's, in scope."""
-    chunks = MemoryChunk.objects.for_tenant(tenant).filter(agent=agent)
-    if scope == "user":
-        return chunks.filter(user_id=user_id)
-    if scope == "global":
-        return chunks.filter(user_id="")
-    return chunks.filter(Q(user_id="") | Q(user_id=user_id)) if user_id else chunks.filter(user_id="")
+def scoped_chunks(
+    tenant: Tenant, agent: Agent, *, user_id: str, scope: Scope, lead: Agent | None = None
+) -> QuerySet[MemoryChunk]:
+    """The chunks a search may see: the tenant's, in the places reads look (``read_scopes``: the agent's
+    memory for the user, then its global memory, then the team lead's when ``lead`` is given), narrowed
+    by ``scope``. A document shadows those at the same path in later places, as it does for reads."""
+    places = [
+        place
+        for place in selectors.read_scopes(tenant=tenant, agent=agent, user_id=user_id, lead=lead)
+        if scope == "all" or (scope == "user") == bool(place.user_id)
+    ]
+    documents = MemoryDocument.objects.for_tenant(tenant)
+    condition = Q(pk__in=[])
+    earlier = Q(pk__in=[])
+    for place in places:
+        here = Q(agent_id=place.agent.pk, user_id=place.user_id)
+        shadowing = documents.filter(earlier).values("path")
+        condition |= here & ~Q(document__path__in=shadowing) if places.index(place) else here
+        earlier |= here
+    return MemoryChunk.objects.for_tenant(tenant).filter(condition)
 
 
 def _columns(chunks: QuerySet[MemoryChunk]) -> QuerySet[MemoryChunk]:
     return chunks.select_related("document").only(
-        "id", "document_id", "user_id", "heading", "text", "document__path"
+        "id", "document_id", "agent_id", "user_id", "heading", "text", "document__path"
     )
 
 
@@ -160,14 +186,31 @@ def nearest(
 ) -> list[tuple[MemoryChunk, float]]:
     """The ``count`` chunks embedded by ``embedder`` closest to ``vector``, with cosine similarity.
 
-    Ids first, rows second: the distance is computed for every chunk in scope, and keeping the sort
-    narrow (id and distance, not the text) is most of the cost saved."""
-    ranked = list(
-        chunks.filter(embedder=embedder, embedding__isnull=False)
-        .annotate(distance=CosineDistance("embedding", vector))
-        .order_by("distance", "id")
-        .values_list("id", "distance")[:count]
-    )
+    Ids first, rows second: keeping the sort narrow (id and distance, not the text) is most of the cost
+    of an exact scan. For an indexed model the distance is taken on the index's expression, so that the
+    planner can walk the HNSW index; its relaxed order is put right here."""
+    candidates = chunks.filter(embedder=embedder, embedding__isnull=False)
+    dimensions = INDEXED_MODELS.get(embedder)
+    if dimensions is not None and len(vector) == dimensions:
+        column = Cast("embedding", VectorField(dimensions=dimensions))
+        query = (
+            candidates.annotate(distance=CosineDistance(column, vector))
+            .order_by("distance", "id")
+            .values_list("id", "distance")[:count]
+        )
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                "set_config('hnsw.ef_search', %s, true)",
+                [str(max(HNSW_EF_SEARCH, count))],
+            )
+            ranked = sorted(query, key=lambda row: (row[1], row[0]))
+    else:
+        ranked = list(
+            candidates.annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance", "id")
+            .values_list("id", "distance")[:count]
+        )
     rows = {chunk.pk: chunk for chunk in _columns(chunks).filter(pk__in=[pk for pk, _ in ranked])}
     return [(rows[pk], 1.0 - float(distance)) for pk, distance in ranked if pk in rows]
 
@@ -194,7 +237,15 @@ def snippet(text: str, query: str) -> str:
     return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
 
 
-def _hit(chunk: MemoryChunk, query: str, text_score: float, vector_score: float, score: float) -> MemoryHit:
+def _hit(
+    chunk: MemoryChunk,
+    query: str,
+    text_score: float,
+    vector_score: float,
+    score: float,
+    *,
+    lead: Agent | None,
+) -> MemoryHit:
     return MemoryHit(
         chunk_id=str(chunk.pk),
         document_id=str(chunk.document_id),
@@ -205,6 +256,7 @@ def _hit(chunk: MemoryChunk, query: str, text_score: float, vector_score: float,
         score=score,
         text_score=text_score,
         vector_score=vector_score,
+        team_lead=lead is not None and chunk.agent_id == lead.pk,
     )
 
 
@@ -213,6 +265,8 @@ def merge(
     text_ranked: list[tuple[MemoryChunk, float]],
     vector_ranked: list[tuple[MemoryChunk, float]],
     limit: int,
+    *,
+    lead: Agent | None = None,
 ) -> list[MemoryHit]:
     """The weighted merge described in the module docstring, best first (ties: the lower chunk id)."""
     best = max((rank for _, rank in text_ranked), default=0.0) or 1.0
@@ -229,7 +283,9 @@ def merge(
         ),
         key=lambda row: (-row[0], row[1]),
     )
-    return [_hit(chunk, query, text, vector, score) for score, _, chunk, text, vector in scored[:limit]]
+    return [
+        _hit(chunk, query, text, vector, score, lead=lead) for score, _, chunk, text, vector in scored[:limit]
+    ]
 
 
 def hybrid_search(
@@ -241,15 +297,17 @@ def hybrid_search(
     scope: Scope = "all",
     limit: int = DEFAULT_LIMIT,
     embedder: embeddings.Embedder | Literal["tenant"] | None = "tenant",
+    lead: Agent | None = None,
 ) -> MemorySearchResult:
-    """Search ``agent``'s memory in ``tenant``. ``embedder`` defaults to the tenant's
-    (:func:`apps.memory.embeddings.for_tenant`); pass None to search on full text alone.
+    """Search ``agent``'s memory in ``tenant`` (and its team lead's, given ``lead``, as a team member
+    reads it). ``embedder`` defaults to the tenant's (:func:`apps.memory.embeddings.for_tenant`); pass
+    None to search on full text alone.
 
     Raises SearchError for an invalid query, scope or limit. An embedder that fails does not fail the
     search: it falls back to full text and the result's ``warning`` says why.
     """
     query, scope, limit = validate(query, scope=scope, limit=limit, user_id=user_id)
-    chunks = scoped_chunks(tenant, agent, user_id=user_id, scope=scope)
+    chunks = scoped_chunks(tenant, agent, user_id=user_id, scope=scope, lead=lead)
     count = max(CANDIDATES_PER_SIDE, limit * 2)
     warning = ""
     vector: list[float] | None = None
@@ -264,13 +322,16 @@ def hybrid_search(
     text_ranked = full_text(chunks, query, count)
     if model is None or vector is None:
         best = max((rank for _, rank in text_ranked), default=0.0) or 1.0
-        hits = [_hit(chunk, query, rank / best, 0.0, rank / best) for chunk, rank in text_ranked[:limit]]
+        hits = [
+            _hit(chunk, query, rank / best, 0.0, rank / best, lead=lead)
+            for chunk, rank in text_ranked[:limit]
+        ]
         return MemorySearchResult(query=query, mode="fts", scope=scope, hits=hits, warning=warning)
     vector_ranked = nearest(chunks, vector, model.name, count)
     return MemorySearchResult(
         query=query,
         mode="hybrid",
         scope=scope,
-        hits=merge(query, text_ranked, vector_ranked, limit),
+        hits=merge(query, text_ranked, vector_ranked, limit, lead=lead),
         embedder=model.name,
     )

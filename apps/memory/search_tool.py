@@ -1,15 +1,17 @@
 """The memory_search tool: hybrid search over the calling agent's memory documents (apps.memory.search).
 
 ``scope`` is ``all`` by default: the caller's own documents and the agent's global ones (a call without
-a user sees the global ones only). The answer lists path, heading, scores and a snippet per hit, for a
-model to read and then open the document with memory_get or read_file; ``data`` holds the same hits,
-structured, with the mode (``hybrid`` or ``fts``).
+a user sees the global ones only); a team member searches its team lead's memory too, as it reads it.
+The answer lists path, heading, scores and a snippet per hit, for a model to read and then open the
+document with memory_get or read_file; ``data`` holds the same hits, structured, with the mode
+(``hybrid`` or ``fts``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from apps.memory import selectors
 from apps.memory.search import DEFAULT_LIMIT, MemorySearchResult, SearchError, hybrid_search
 from apps.runtime.context import CallContext
 from apps.runtime.registry import tool
@@ -41,7 +43,8 @@ def render(result: MemorySearchResult) -> str:
         scores = f"score {hit.score:.2f}"
         if result.mode == "hybrid":
             scores += f"; text {hit.text_score:.2f}, vector {hit.vector_score:.2f}"
-        owner = "" if hit.scope == "global" else ", your own"
+        owner = ", your own" if hit.scope == "user" else ""
+        owner += ", the team lead's" if hit.team_lead else ""
         lines.append(f"\n{number}. {where} ({scores}{owner})\n   {hit.snippet}")
     return "\n".join(lines)
 
@@ -59,6 +62,7 @@ def memory_search(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
             user_id=ctx.user_id,
             scope=scope if scope is not None else "all",
             limit=limit if limit is not None else DEFAULT_LIMIT,
+            lead=selectors.team_lead_of(tenant=ctx.tenant, agent=ctx.agent),
         )
     except SearchError as exc:
         return ToolResult.error(f"memory_search: {exc}.")

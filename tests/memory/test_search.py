@@ -244,3 +244,74 @@ def test_the_tool_through_the_execute_api(member_a, outsider, tenant_a, tenant_b
     assert body["is_error"] is False, body
     assert "no matches" in body["for_llm"]
     assert "coffee" not in body["for_llm"].lower().replace("espresso descaling", "")
+
+
+def test_a_users_document_shadows_the_global_one_at_the_same_path(tenant_a, agent):
+    local(tenant_a)
+    remember(tenant_a, agent, "memory/coffee.md", COFFEE)
+    remember(
+        tenant_a,
+        agent,
+        "memory/coffee.md",
+        ("Coffee", "Alice's espresso machine is at home."),
+        user_id="alice",
+    )
+    remember(tenant_a, agent, "memory/kitchen.md", COFFEE)
+    query = "espresso machine"
+
+    alice = hybrid_search(tenant_a, agent, query, user_id="alice")
+    # One hit per path, and the hit at memory/coffee.md is the document memory_get opens for alice.
+    assert sorted((hit.path, hit.scope) for hit in alice.hits) == [
+        ("memory/coffee.md", "user"),
+        ("memory/kitchen.md", "global"),
+    ]
+    bob = hybrid_search(tenant_a, agent, query, user_id="bob")
+    assert sorted((hit.path, hit.scope) for hit in bob.hits) == [
+        ("memory/coffee.md", "global"),
+        ("memory/kitchen.md", "global"),
+    ]
+    # Asked for the global scope alone, alice sees the global document again.
+    assert {
+        hit.scope for hit in hybrid_search(tenant_a, agent, query, user_id="alice", scope="global").hits
+    } == {"global"}
+
+
+def test_a_team_member_searches_its_leads_memory_and_its_own_first(member_a, tenant_a, agent):
+    from apps.teams import services as team_services
+
+    local(tenant_a)
+    system = Actor.system(tenant_a)
+    lead = services.agent_create(actor=system, key="lead", name="Lead")
+    worker = services.agent_create(actor=system, key="worker", name="Worker")
+    team_services.team_create(actor=system, name="Crew", lead=lead, members=[worker])
+    remember(tenant_a, lead, "memory/coffee.md", COFFEE)
+    remember(tenant_a, lead, "memory/parking.md", PARKING, user_id="alice")
+    remember(tenant_a, worker, "memory/coffee.md", ("Coffee", "The worker's espresso notes."))
+    remember(tenant_a, agent, "memory/unrelated-agent.md", COFFEE)
+
+    def search(agent_key, query, user_id=""):
+        body = member_a.post(
+            "/api/v1/runtime/execute",
+            {
+                "agent": agent_key,
+                "tool": "memory_search",
+                "args": {"query": query, "limit": 10},
+                "context": {"user_id": user_id},
+            },
+            format="json",
+        ).json()
+        assert body["is_error"] is False, body
+        return sorted(line.strip() for line in body["for_llm"].splitlines() if line[:1].isdigit())
+
+    hits = search("worker", "espresso machine parking garage", user_id="alice")
+    # The worker's own memory/coffee.md shadows the lead's; the lead's memory for alice is found.
+    assert len(hits) == 2, hits
+    assert hits[0].startswith("1. ") or hits[1].startswith("1. ")
+    coffee = next(hit for hit in hits if "memory/coffee.md" in hit)
+    parking = next(hit for hit in hits if "memory/parking.md" in hit)
+    assert "team lead" not in coffee
+    assert parking.endswith(", your own, the team lead's)"), parking
+    # The lead itself searches its own memory only; bob does not see alice's.
+    assert [hit.split(" (")[0] for hit in search("lead", "espresso machine parking garage", "bob")] == [
+        "1. memory/coffee.md > Coffee machine"
+    ]
