@@ -483,8 +483,8 @@ def test_agent_list_query_count_is_bounded(owner, tenant_a, django_assert_max_nu
     with django_assert_max_num_queries(8):
         response = owner.get(reverse("dashboard:agents"))
 
-    # edit, delete, context files and memory per agent
-    assert response.content.decode().count('href="/agents/bot-') == 60
+    # edit, delete, context files, memory and knowledge per agent
+    assert response.content.decode().count('href="/agents/bot-') == 75
 
 
 # --- API keys ------------------------------------------------------------------------------------------

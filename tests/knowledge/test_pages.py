@@ -274,3 +274,8 @@ def test_the_outsider_gets_404_with_nothing_changed(outsider, owner, tenant_a, g
         assert outsider.post(target, data).status_code == 404, target
     assert tenant_state(tenant_a) == before
     assert "Ada Lovelace" in body(owner.get(url("knowledge")))
+
+
+def test_the_agents_page_links_to_each_agents_knowledge(viewer, agent):  # noqa: F811
+    page = body(viewer.get(reverse("dashboard:agents")))
+    assert f'href="{url("knowledge")}"' in page
