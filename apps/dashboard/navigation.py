@@ -33,6 +33,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("Credentialed CLIs", "dashboard:secure_clis", Role.VIEWER, "secure_cli"),
     Section("Skills", "dashboard:skills", Role.ADMIN, "skill"),
     Section("Sandbox", "dashboard:sandbox", Role.ADMIN, "sandbox"),
+    Section("Providers", "dashboard:providers", Role.ADMIN, "provider"),
     Section("Tool calls", "dashboard:tool_calls", Role.MEMBER, "tool_call"),
     Section("API keys", "dashboard:api_keys", Role.ADMIN, "api_key"),
     Section("Members", "dashboard:members", Role.VIEWER, "member"),
