@@ -186,11 +186,12 @@ class ProviderClient:
         json_body: Any = None,
         data: Mapping[str, str] | None = None,
         files: Mapping[str, tuple[str, bytes, str]] | None = None,
-        max_bytes: int = MAX_JSON_BYTES,
+        max_bytes: int | None = None,
         timeout: float | None = None,
     ) -> tuple[int, httpx.Headers, bytes]:
         """Send one request and read its body up to ``max_bytes`` within the provider's timeout."""
         total = timeout if timeout is not None else self.timeout
+        max_bytes = MAX_JSON_BYTES if max_bytes is None else max_bytes
         headers = {**self._headers, "Accept-Encoding": "identity", "User-Agent": USER_AGENT}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
@@ -271,7 +272,7 @@ class ProviderClient:
             f"the provider {self.name} answered HTTP {status} to {path} ({hint}){detail}", status=status
         )
 
-    def _json(self, method: str, path: str, *, max_bytes: int = MAX_JSON_BYTES, **kwargs: Any) -> Any:
+    def _json(self, method: str, path: str, *, max_bytes: int | None = None, **kwargs: Any) -> Any:
         status, _headers, body = self._request(method, path, max_bytes=max_bytes, **kwargs)
         if not 200 <= status < 300:
             raise self._status_error(path, status, body)
@@ -293,7 +294,7 @@ class ProviderClient:
 
     # --- calls -----------------------------------------------------------------------------------------
 
-    def post_json(self, path: str, body: dict[str, Any], *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    def post_json(self, path: str, body: dict[str, Any], *, max_bytes: int | None = None) -> Any:
         """POST ``body`` to ``path`` (relative to the base URL) and return the JSON answer."""
         return self._json("POST", path, json_body=body, max_bytes=max_bytes)
 
