@@ -13,11 +13,10 @@ name but the alias of one entity of that type names that entity.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -99,6 +98,15 @@ def _check_agent(actor: Actor, agent: Agent) -> None:
         raise ServiceError(ErrorCode.INVALID, "agent: an agent of this tenant only.")
 
 
+def _lock_graph(agent: Agent) -> None:
+    """Serialise the writes to ``agent``'s graph until the transaction ends. Upserts look entities and
+    relations up before creating the missing ones; two at once would both create the same entity."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", ["knowledge", str(agent.pk)]
+        )
+
+
 def merged_properties(old: dict[str, Any], new: dict[str, Any] | None, field: str) -> dict[str, Any]:
     """``old`` updated with ``new``; a key set to null in ``new`` is removed. The result is bounded like
     any properties."""
@@ -144,15 +152,15 @@ def _upsert_entities(
     if not items:
         return {}
     keys = {item.ref.key for _, item in items}
-    scope = Entity.objects.for_tenant(actor.tenant).filter(agent_id=agent.pk, user_id=user_id)
-
-    def locked() -> dict[tuple[str, str], Entity]:
-        rows = scope.filter(name_key__in={key for _, key in keys}).select_for_update().order_by("pk")
-        return {
-            (row.entity_type, row.name_key): row for row in rows if (row.entity_type, row.name_key) in keys
-        }
-
-    existing = locked()
+    rows = (
+        Entity.objects.for_tenant(actor.tenant)
+        .filter(agent_id=agent.pk, user_id=user_id, name_key__in={key for _, key in keys})
+        .select_for_update()
+        .order_by("pk")
+    )
+    existing = {
+        (row.entity_type, row.name_key): row for row in rows if (row.entity_type, row.name_key) in keys
+    }
     result: dict[tuple[str, str], tuple[Entity, bool]] = {}
     for where, item in items:
         key = item.ref.key
@@ -171,41 +179,7 @@ def _upsert_entities(
     if old:
         Entity.objects.for_tenant(actor.tenant).bulk_update(old, [*SAVED_FIELDS, "updated_by", "updated_at"])
     if new:
-        try:
-            with transaction.atomic():
-                Entity.objects.bulk_create(new)
-        except IntegrityError:
-            # Another transaction created some of them since they were looked up: merge into its rows.
-            return _upsert_entities_one_by_one(actor, agent, user_id, items, source, result, locked)
-    return result
-
-
-def _upsert_entities_one_by_one(
-    actor: Actor,
-    agent: Agent,
-    user_id: str,
-    items: list[tuple[str, EntityInput]],
-    source: str,
-    planned: dict[tuple[str, str], tuple[Entity, bool]],
-    locked: Callable[[], dict[tuple[str, str], Entity]],
-) -> dict[tuple[str, str], tuple[Entity, bool]]:
-    result: dict[tuple[str, str], tuple[Entity, bool]] = {}
-    for key, (entity, created) in planned.items():
-        if not created:
-            result[key] = (entity, False)
-            continue
-        try:
-            with transaction.atomic():
-                entity.save(force_insert=True)
-            result[key] = (entity, True)
-        except IntegrityError:
-            row = locked()[key]
-            for where, item in items:
-                if item.ref.key == key:
-                    _merge_entity(row, item, where)
-            row.updated_by = actor.label[:255]
-            row.save(update_fields=[*SAVED_FIELDS, "updated_by", "updated_at"])
-            result[key] = (row, False)
+        Entity.objects.bulk_create(new)
     return result
 
 
@@ -308,19 +282,16 @@ def _upsert_relations(
     ]
     relations = Relation.objects.for_tenant(actor.tenant)
 
-    def locked() -> dict[tuple[Any, str, Any], Relation]:
-        rows = (
-            relations.filter(
-                source_id__in={s.pk for _, _, s, _ in planned},
-                target_id__in={t.pk for _, _, _, t in planned},
-                relation_type__in={item.relation_type for _, item, _, _ in planned},
-            )
-            .select_for_update()
-            .order_by("pk")
+    rows = (
+        relations.filter(
+            source_id__in={s.pk for _, _, s, _ in planned},
+            target_id__in={t.pk for _, _, _, t in planned},
+            relation_type__in={item.relation_type for _, item, _, _ in planned},
         )
-        return {(row.source_id, row.relation_type, row.target_id): row for row in rows}
-
-    existing = locked()
+        .select_for_update()
+        .order_by("pk")
+    )
+    existing = {(row.source_id, row.relation_type, row.target_id): row for row in rows}
     result: dict[tuple[Any, str, Any], tuple[Relation, bool]] = {}
     for where, item, start, end in planned:
         key = (start.pk, item.relation_type, end.pk)
@@ -352,13 +323,7 @@ def _upsert_relations(
     if old:
         relations.bulk_update(old, ["properties", "weight", "updated_by", "updated_at"])
     if new:
-        try:
-            with transaction.atomic():
-                Relation.objects.bulk_create(new)
-        except IntegrityError:
-            raise Conflict(
-                ErrorCode.CONFLICT, "The graph changed while these relations were written: send them again."
-            ) from None
+        Relation.objects.bulk_create(new)
     return list(result.values()), made
 
 
@@ -389,6 +354,7 @@ def entity_upsert(
     """Create ``item`` in ``user_id``'s graph of ``agent`` ("" = the shared graph), or merge it into the
     entity of the same type and name. Returns the entity and whether it was created."""
     _check_agent(actor, agent)
+    _lock_graph(agent)
     user_id = clean_user_id(user_id)
     written = _upsert_entities(actor, agent, user_id, [("entity", item)], _source(source))
     entity, created = written[item.ref.key]
@@ -409,6 +375,7 @@ def relation_upsert(
     """Create or update the relation ``item`` names; its endpoints are found by type and name (the
     user's, then the shared graph's), and created in ``user_id``'s graph when ``create_missing``."""
     _check_agent(actor, agent)
+    _lock_graph(agent)
     user_id = clean_user_id(user_id)
     [(relation, created)], made = _upsert_relations(
         actor, agent, user_id, [("relation", item)], create_missing, _source(source)
@@ -432,6 +399,7 @@ def graph_upsert(
     the shared graph. One audit event and one live event (``knowledge.graph_upserted``) say what
     changed, with counts."""
     _check_agent(actor, agent)
+    _lock_graph(agent)
     user_id = clean_user_id(user_id)
     source = _source(source)
     written = _upsert_entities(
@@ -478,6 +446,7 @@ def entity_update(
     """Set the given fields of ``entity`` (``None``: unchanged). Properties and aliases are replaced, not
     merged. A new type or name that another entity of the graph has is a conflict (409)."""
     _check_entity(actor, agent, entity)
+    _lock_graph(agent)
     entity = Entity.objects.for_tenant(actor.tenant).select_for_update().get(pk=entity.pk)
     if name is not None:
         entity.name = clean_name(name, "name")
