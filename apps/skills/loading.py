@@ -223,18 +223,21 @@ def skill_context(
         if known is not None:
             row = known
         else:
-            row, _ = _activation(actor, agent, user_id, session_key, skill)
-            row.activated_turn = turn
+            # Created here, or just now by a concurrent call of this conversation (then not a new use).
+            row, created = _activation(actor, agent, user_id, session_key, skill)
             by_skill[skill.pk] = row
             kept.append(row)
-            skill_use_record(
-                actor=actor,
-                agent=agent,
-                skill=skill,
-                user_id=user_id,
-                session_key=session_key,
-                how=SkillUse.How.AUTO,
-            )
+            if created:
+                skill_use_record(
+                    actor=actor,
+                    agent=agent,
+                    skill=skill,
+                    user_id=user_id,
+                    session_key=session_key,
+                    how=SkillUse.How.AUTO,
+                )
+        if row.activated_turn is None:
+            row.activated_turn = turn
         row.last_used_turn = max(turn, row.last_used_turn or 0)
         row.save(update_fields=["activated_turn", "last_used_turn", "updated_at"])
         fresh[skill.pk] = rank

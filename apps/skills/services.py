@@ -293,17 +293,28 @@ def skill_publish(
             )
         cleaned[relative] = text
     rows = Skill.objects.for_tenant(actor.tenant).filter(agent_id=agent.pk, name=parsed.name)
-    skill = rows.select_for_update(of=("self",)).first()
-    created = skill is None
+    locked = rows.select_for_update(of=("self",))
+
+    def fill(skill: Skill) -> Skill:
+        _apply(skill, parsed, content)
+        skill.source = Skill.Source.PUBLISH
+        skill.published_from = published_from[:MAX_PUBLISHED_FROM_CHARS]
+        skill.updated_by = actor.label[:300]
+        return skill
+
+    skill = locked.first()
+    created = False
     if skill is None:
-        skill = Skill(tenant=actor.tenant, agent=agent, created_by=actor.label[:300])
-    else:
+        new = fill(Skill(tenant=actor.tenant, agent=agent, created_by=actor.label[:300]))
+        try:
+            _save(new)
+        except Conflict:
+            skill = locked.get()  # published at the same moment by another call: update that one
+        else:
+            skill, created = new, True
+    if not created:
         skill.version += 1
-    _apply(skill, parsed, content)
-    skill.source = Skill.Source.PUBLISH
-    skill.published_from = published_from[:MAX_PUBLISHED_FROM_CHARS]
-    skill.updated_by = actor.label[:300]
-    _save(skill)
+        _save(fill(skill))
     SkillFile.objects.for_tenant(actor.tenant).filter(skill_id=skill.pk).delete()
     SkillFile.objects.bulk_create(
         [
