@@ -52,7 +52,7 @@ def clean_name(value: Any, field: str) -> str:
     name = " ".join(value.split())
     if not name:
         raise invalid(field, "a name is required.")
-    if len(name) > MAX_NAME_CHARS:
+    if len(name) > MAX_NAME_CHARS or len(name_key(name)) > MAX_NAME_CHARS:  # "ß" case-folds to "ss"
         raise invalid(field, f"at most {MAX_NAME_CHARS} characters.")
     if _has_control(value.replace("\n", " ").replace("\t", " ").replace("\r", " ")):
         raise invalid(field, "control characters are not allowed.")

@@ -237,6 +237,7 @@ def test_bulk_upsert_is_all_or_nothing_and_names_the_bad_item(admin_a, company, 
             "entities[1].name",
             "at most 200",
         ),
+        ({"entities": [{"type": "person", "name": "Stra\u00dfe" * 33}]}, "entities[0].name", "at most 200"),
         ({"entities": [{"type": "person", "name": "  "}]}, "entities[0].name", "a name is required"),
         ({"entities": [{"type": "9 lives", "name": "Cat"}]}, "entities[0].type", "is not a type"),
         (
