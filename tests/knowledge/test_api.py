@@ -573,3 +573,22 @@ def test_search_validates_its_input(viewer_a, company):
         viewer_a.post(SEARCH, {"query": "a", "entity_type": "no way!"}, format="json"), 400, "invalid"
     )
     assert "is not a type" in bad_type["message"]
+
+
+def test_a_full_bulk_payload_is_written_in_a_bounded_number_of_queries(
+    admin_a, agent, tenant_a, django_assert_max_num_queries
+):
+    people = [{"type": "person", "name": f"Person {i}", "properties": {"n": i}} for i in range(500)]
+    links = [
+        relation(ref("person", f"Person {i}"), kind, ref("person", f"Person {(i + step) % 500}"))
+        for i in range(500)
+        for kind, step in (("knows", 1), ("mentors", 7))
+    ]
+    with django_assert_max_num_queries(30):
+        response = admin_a.post(UPSERT, {"entities": people, "relations": links}, format="json")
+    assert response.status_code == 200, response.content
+    assert (response.json()["entities_created"], response.json()["relations_created"]) == (500, 1000)
+    with django_assert_max_num_queries(30):
+        again = admin_a.post(UPSERT, {"entities": people, "relations": links}, format="json")
+    assert (again.json()["entities_updated"], again.json()["relations_updated"]) == (500, 1000)
+    assert relations(tenant_a).count() == 1000
