@@ -248,3 +248,17 @@ def test_a_long_answer_is_cut_with_a_note(member_a, tenant_a, agent):
     assert "1. Org " in text
     assert len(text) <= 40_500
     assert "more entities left out to keep this answer short" in text
+
+
+def test_the_strap_agent_tool_reaches_the_search(member_a, company):
+    body = {
+        "agent": "bot",
+        "tool": "agent",
+        "args": {"resource": "knowledge", "action": "search", "query": "Apollo", "depth": 2},
+        "style": "strap",
+    }
+    response = member_a.post(EXECUTE, body, format="json")
+    assert response.status_code == 200, response.content
+    text = response.json()["for_llm"]
+    assert "1. Apollo [project] (match: exact name)" in text
+    assert "Ada Lovelace --works_at--> Acme Corp" in text
