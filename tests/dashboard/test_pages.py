@@ -199,6 +199,7 @@ def test_owner_navigation_marks_the_current_section(owner):
         "Credentialed CLIs",
         "Skills",
         "Sandbox",
+        "Providers",
         "Tool calls",
         "API keys",
         "Members",
