@@ -84,7 +84,13 @@ def _save(provider: Provider, **kwargs: Any) -> None:
     try:
         with transaction.atomic():
             provider.save(**kwargs)
-    except IntegrityError:
+    except IntegrityError as exc:
+        if "llm_provider_one_default" in str(exc):
+            raise Conflict(
+                ErrorCode.CONFLICT,
+                "is_default: another provider became the default at the same time; try again.",
+                details={"is_default": ["another provider became the default at the same time."]},
+            ) from None
         raise _duplicate(provider.name) from None
 
 
@@ -165,7 +171,9 @@ def provider_update(*, actor: Actor, provider: Provider, **changes: Any) -> Prov
     if errors:
         raise _invalid(errors)
     tenant = actor.tenant
-    current = Provider.objects.for_tenant(tenant).select_for_update().get(pk=provider.pk)
+    current = Provider.objects.for_tenant(tenant).select_for_update().filter(pk=provider.pk).first()
+    if current is None:
+        raise ServiceError(ErrorCode.NOT_FOUND, "No provider with this id.", status=404)
     others = Provider.objects.for_tenant(tenant).exclude(pk=current.pk)
     if "name" in changes and others.filter(name=changes["name"]).exists():
         raise _duplicate(changes["name"])

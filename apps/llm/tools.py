@@ -357,7 +357,6 @@ def read_audio(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
 def _pdf_text(file: InputFile) -> tuple[str, int, bool]:
     """The text of a PDF's first pages: (text, pages read, whether it was cut)."""
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
 
     try:
         reader = PdfReader(io.BytesIO(file.data))
@@ -376,8 +375,8 @@ def _pdf_text(file: InputFile) -> tuple[str, int, bool]:
                 break
     except MediaError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
-        raise MediaError(f"{file.shown} could not be read as a PDF ({type(exc).__name__}).") from None
+    except Exception as exc:  # an untrusted file: any parser failure means "not a PDF we can read"
+        raise MediaError(f"{file.shown} could not be read as a PDF ({type(exc).__name__}: {exc}).") from None
     text = "\n\n".join(parts)
     cut = read < total or len(text) > MAX_DOCUMENT_CHARS
     return text[:MAX_DOCUMENT_CHARS], total, cut
