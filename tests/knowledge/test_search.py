@@ -262,3 +262,9 @@ def test_the_strap_agent_tool_reaches_the_search(member_a, company):
     text = response.json()["for_llm"]
     assert "1. Apollo [project] (match: exact name)" in text
     assert "Ada Lovelace --works_at--> Acme Corp" in text
+
+
+@pytest.mark.parametrize("query", ["&&& ||", "!", '"', "-", "a:*", "'); drop table x; --", "%_%"])
+def test_punctuation_and_operators_are_plain_words(viewer_a, member_a, company, query):
+    assert search(viewer_a, {"query": query})["hits"] == []
+    assert "no matches among 5 entities" in call(member_a, {"query": query})["for_llm"]
