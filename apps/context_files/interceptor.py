@@ -66,6 +66,12 @@ class ContextFileInterceptor:
             own = selectors.user_file(tenant=ctx.tenant, agent=ctx.agent, user_id=ctx.user_id, name=path)
             if own is not None:
                 return vfs.Loaded(own.content, note=f"[{path}: this user's own copy, stored by Toolgate]")
+        if (
+            path == BOOTSTRAP
+            and ctx.user_id
+            and selectors.bootstrap_completion(tenant=ctx.tenant, agent=ctx.agent, user_id=ctx.user_id)
+        ):
+            return ToolResult.error(f"context file not found: {path}. This user's first run is complete.")
         shared = selectors.agent_file(tenant=ctx.tenant, agent=ctx.agent, name=path)
         if shared is None:
             writes = route(ctx.agent.type, path).write
@@ -121,20 +127,16 @@ class ContextFileInterceptor:
         return ToolResult.ok(text, path=path, bytes=total, source=self.name)
 
     def _clear_bootstrap(self, ctx: CallContext) -> ToolResult:
-        deleted = services.user_file_delete(
-            actor=ctx.actor, agent=ctx.agent, user_id=ctx.user_id, name=BOOTSTRAP, via="tool"
+        deleted = services.bootstrap_complete(
+            actor=ctx.actor, agent=ctx.agent, user_id=ctx.user_id, via="tool"
         )
-        text = (
-            f"{BOOTSTRAP} deleted for this user: the first run is complete."
+        text = f"{BOOTSTRAP} cleared for this user: the first run is complete"
+        text += (
+            " (their copy is deleted)."
             if deleted
-            else f"{BOOTSTRAP}: this user has no copy of their own, so there was nothing to delete."
+            else "; from now on they no longer read the agent's first-run instructions."
         )
-        if selectors.agent_file(tenant=ctx.tenant, agent=ctx.agent, name=BOOTSTRAP) is not None:
-            text += (
-                f" The agent's own {BOOTSTRAP} (the template) remains and reads show it; only an "
-                "administrator can remove it."
-            )
-        return ToolResult.ok(text, path=BOOTSTRAP, deleted=deleted)
+        return ToolResult.ok(text, path=BOOTSTRAP, deleted=deleted, completed=True)
 
     def entries(self, ctx: CallContext) -> list[vfs.VirtualEntry]:
         shared = selectors.agent_files(tenant=ctx.tenant, agent=ctx.agent)
@@ -143,10 +145,17 @@ class ContextFileInterceptor:
             if ctx.user_id
             else {}
         )
+        # A user whose first run is complete no longer sees the agent's BOOTSTRAP.md.
+        bootstrap_done = (
+            bool(ctx.user_id)
+            and BOOTSTRAP not in own
+            and selectors.bootstrap_completion(tenant=ctx.tenant, agent=ctx.agent, user_id=ctx.user_id)
+            is not None
+        )
         found: list[vfs.VirtualEntry] = []
         for name in NAMES:
             where = route(ctx.agent.type, name).read
-            if where == Place.REFUSED:
+            if where == Place.REFUSED or (bootstrap_done and name == BOOTSTRAP):
                 continue
             if where == Place.USER and name in own:
                 found.append(

@@ -54,3 +54,23 @@ class UserContextFile(TenantScoped):
 
     def __str__(self) -> str:
         return f"{self.agent_id}/{self.user_id}/{self.name}"
+
+
+class BootstrapCompletion(TenantScoped):
+    """A user's first run with the agent is complete: the agent wrote BOOTSTRAP.md empty for them.
+
+    From then on that user reads no BOOTSTRAP.md (not the agent's template either) unless they are
+    given a copy of their own again; an administrator can reset it to run the first run anew. The row's
+    ``updated_at`` is when the first run was (last) completed."""
+
+    agent = models.ForeignKey("tenants.Agent", on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=MAX_USER_ID)
+    completed_by = models.CharField(max_length=300, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "agent", "user_id"], name="bootstrap_completion_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}/{self.user_id} bootstrap done"

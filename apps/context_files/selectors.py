@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.db.models import Count, Max
 
-from apps.context_files.models import NAMES, AgentContextFile, UserContextFile
+from apps.context_files.models import NAMES, AgentContextFile, BootstrapCompletion, UserContextFile
+from apps.context_files.routing import BOOTSTRAP
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent, Tenant
 
@@ -51,3 +52,23 @@ def users_with_copies(*, tenant: Tenant, agent: Agent, limit: int = 100) -> list
         .order_by("-updated_at", "user_id")[:limit]
     )
     return [dict(row) for row in rows]
+
+
+def bootstrap_completion(*, tenant: Tenant, agent: Agent, user_id: str) -> BootstrapCompletion | None:
+    """The record of ``user_id``'s completed first run with ``agent``, if any."""
+    if not user_id:
+        return None
+    return BootstrapCompletion.objects.for_tenant(tenant).filter(agent=agent, user_id=user_id).first()
+
+
+def bootstrap_pending(*, tenant: Tenant, agent: Agent, user_id: str) -> bool:
+    """Whether a call of ``agent`` for ``user_id`` reads a non-empty BOOTSTRAP.md (its first run is not
+    complete): the user's own copy, else the agent's text unless the user completed the first run."""
+    if user_id:
+        own = user_file(tenant=tenant, agent=agent, user_id=user_id, name=BOOTSTRAP)
+        if own is not None:
+            return bool(own.content.strip())
+        if bootstrap_completion(tenant=tenant, agent=agent, user_id=user_id) is not None:
+            return False
+    shared = agent_file(tenant=tenant, agent=agent, name=BOOTSTRAP)
+    return shared is not None and bool(shared.content.strip())

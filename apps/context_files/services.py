@@ -16,7 +16,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import Model
 
 from apps.audit.services import record
-from apps.context_files.models import MAX_CONTENT_BYTES, MAX_USER_ID, AgentContextFile, UserContextFile
+from apps.context_files.models import (
+    MAX_CONTENT_BYTES,
+    MAX_USER_ID,
+    AgentContextFile,
+    BootstrapCompletion,
+    UserContextFile,
+)
+from apps.context_files.routing import BOOTSTRAP
 from apps.context_files.selectors import known_name
 from apps.realtime import events
 from apps.tenants.actors import Actor
@@ -210,4 +217,49 @@ def user_file_delete(*, actor: Actor, agent: Agent, user_id: str, name: str, via
     target = str(row.pk)
     row.delete()
     _emit(actor, "context_file.deleted", target, _data(agent, name, user_id=user_id, via=via))
+    return True
+
+
+@transaction.atomic
+def bootstrap_complete(*, actor: Actor, agent: Agent, user_id: str, via: str = "tool") -> bool:
+    """``user_id``'s first run with ``agent`` is complete: their copy of BOOTSTRAP.md (if any) is deleted
+    and the completion recorded, so that they no longer read the agent's template either. Returns
+    whether a copy was deleted."""
+    check_user_id(user_id)
+    deleted = user_file_delete(actor=actor, agent=agent, user_id=user_id, name=BOOTSTRAP, via=via)
+    tenant = actor.tenant
+    row, created = _locked_upsert(
+        lambda: (
+            BootstrapCompletion.objects.for_tenant(tenant)
+            .select_for_update()
+            .filter(agent=agent, user_id=user_id)
+            .first()
+        ),
+        lambda: BootstrapCompletion.objects.create(
+            tenant=tenant, agent=agent, user_id=user_id, completed_by=actor.label[:300]
+        ),
+    )
+    if not created:
+        row.completed_by = actor.label[:300]
+        row.save(update_fields=["completed_by", "updated_at"])
+    _emit(
+        actor,
+        "context_file.bootstrap_completed",
+        str(row.pk),
+        _data(agent, BOOTSTRAP, user_id=user_id, via=via),
+    )
+    return deleted
+
+
+@transaction.atomic
+def bootstrap_reset(*, actor: Actor, agent: Agent, user_id: str, via: str = "api") -> bool:
+    """Forget that ``user_id`` completed the first run: they read the agent's BOOTSTRAP.md again.
+    False (and nothing recorded) when no completion was recorded."""
+    check_user_id(user_id)
+    row = BootstrapCompletion.objects.for_tenant(actor.tenant).filter(agent=agent, user_id=user_id).first()
+    if row is None:
+        return False
+    target = str(row.pk)
+    row.delete()
+    _emit(actor, "context_file.bootstrap_reset", target, _data(agent, BOOTSTRAP, user_id=user_id, via=via))
     return True

@@ -12,7 +12,8 @@ from tests.api.isolation_support import Case
 
 
 def make_context_files(tenant: Tenant, prefix: str = "secret") -> dict[str, str]:
-    """A predefined agent of ``tenant`` with its own SOUL.md and a user's copy of USER.md."""
+    """A predefined agent of ``tenant`` with its own SOUL.md, and a user with a copy of USER.md whose first
+    run is complete."""
     system = Actor.system(tenant)
     agent = tenant_services.agent_create(
         actor=system, key=f"{prefix}-ctx-agent", name="Agent", type=Agent.Type.PREDEFINED
@@ -20,6 +21,7 @@ def make_context_files(tenant: Tenant, prefix: str = "secret") -> dict[str, str]
     services.agent_file_save(actor=system, agent=agent, name="SOUL.md", content=f"{prefix} soul text")
     user = f"{prefix}-ctx-user"
     services.user_file_save(actor=system, agent=agent, user_id=user, name="USER.md", content=f"{prefix} user")
+    services.bootstrap_complete(actor=system, agent=agent, user_id=user)
     return {"key": agent.key, "user_id": user}
 
 
@@ -43,4 +45,5 @@ CASES: dict[str, Case] = {
     ),
     "context-file-user-list": Case(make=_kwargs(user=True)),
     "context-file-user-detail": Case(make=_kwargs("USER.md", user=True), writes=[("delete", None)]),
+    "context-file-user-bootstrap": Case(make=_kwargs(user=True), writes=[("delete", None)]),
 }

@@ -22,6 +22,8 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("get", USER, None, Role.VIEWER, 200),
     ("get", USER + "USER.md", None, Role.VIEWER, 200),
     ("delete", USER + "USER.md", None, Role.ADMIN, 204),
+    ("get", USER + "bootstrap", None, Role.VIEWER, 200),
+    ("delete", USER + "bootstrap", None, Role.ADMIN, 204),
 ]
 
 

@@ -119,6 +119,7 @@ def test_below_admin_writes_are_refused_with_nothing_changed(request, opener, te
         url("context_file_save", "opener", "SOUL.md"),
         url("context_file_delete", "opener", "SOUL.md"),
         url("context_file_user_delete", "opener", "alice", "USER.md"),
+        url("context_file_bootstrap_reset", "opener", "alice"),
     ):
         assert client.post(target, {"content": "hijacked"}).status_code == 403
     assert client.get(url("context_file_delete", "opener", "SOUL.md")).status_code == 403
@@ -187,6 +188,27 @@ def test_deleting_a_users_copy_asks_first(admin, opener, tenant_a):
     assert "has no copy of their own" in body(admin.get(url("context_files", "opener") + "?user=alice"))
 
 
+def test_a_users_first_run_shows_and_resetting_it_asks_first(admin, opener, tenant_a):
+    from apps.context_files import services
+    from apps.tenants.actors import Actor
+
+    services.agent_file_save(actor=Actor.system(tenant_a), agent=opener, name="BOOTSTRAP.md", content="hi")
+    page = body(admin.get(url("context_files", "opener") + "?user=carol"))
+    assert "First run pending" in page
+    reset = url("context_file_bootstrap_reset", "opener", "carol")
+    assert reset not in page
+    services.bootstrap_complete(actor=Actor.system(tenant_a), agent=opener, user_id="carol")
+    page = body(admin.get(url("context_files", "opener") + "?user=carol"))
+    assert "First run complete" in page
+    assert reset in page
+    assert "Reset the first run of the user carol?" in body(admin.get(reset))
+    response = admin.post(reset)
+    assert response.status_code == 302
+    assert response["Location"] == url("context_files", "opener") + "?user=carol"
+    assert "First run pending" in body(admin.get(url("context_files", "opener") + "?user=carol"))
+    assert AuditEvent.objects.for_tenant(tenant_a).filter(verb="context_file.bootstrap_reset").count() == 1
+
+
 def test_unknown_names_and_agents_are_404(admin, opener):
     assert admin.get(url("context_file", "opener", "MEMORY.md")).status_code == 404
     assert admin.post(url("context_file_save", "opener", "MEMORY.md"), {"content": "x"}).status_code == 404
@@ -201,6 +223,7 @@ def test_the_outsider_gets_404_everywhere_with_nothing_changed(outsider, opener,
         url("context_file", "opener", "SOUL.md"),
         url("context_file_delete", "opener", "SOUL.md"),
         url("context_file_user_delete", "opener", "alice", "USER.md"),
+        url("context_file_bootstrap_reset", "opener", "alice"),
     ]
     for page in pages:
         assert outsider.get(page).status_code == 404

@@ -206,7 +206,9 @@ def test_writing_an_empty_bootstrap_deletes_the_users_copy(member_a, tenant_a, t
 
     done = call(member_a, "boots", "write_file", "alice", path="BOOTSTRAP.md", content="")
     assert done["is_error"] is False
-    assert done["for_llm"] == "BOOTSTRAP.md deleted for this user: the first run is complete."
+    assert done["for_llm"] == (
+        "BOOTSTRAP.md cleared for this user: the first run is complete (their copy is deleted)."
+    )
     assert user_row(tenant_a, agent, "alice", "BOOTSTRAP.md") is None
     assert user_row(tenant_a, agent, "alice", "USER.md") is not None
     assert user_row(tenant_a, agent, "bob", "BOOTSTRAP.md") is not None  # bob's run is not done
@@ -214,9 +216,9 @@ def test_writing_an_empty_bootstrap_deletes_the_users_copy(member_a, tenant_a, t
     assert gone["is_error"] is True
     assert gone["for_llm"].startswith("context file not found: BOOTSTRAP.md")
     again = call(member_a, "boots", "write_file", "alice", path="BOOTSTRAP.md", content="")
-    assert (
-        again["for_llm"]
-        == "BOOTSTRAP.md: this user has no copy of their own, so there was nothing to delete."
+    assert again["for_llm"] == (
+        "BOOTSTRAP.md cleared for this user: the first run is complete; from now on they no longer read "
+        "the agent's first-run instructions."
     )
     event = AuditEvent.objects.for_tenant(tenant_a).filter(verb="context_file.deleted").get()
     assert event.data == {
@@ -226,20 +228,48 @@ def test_writing_an_empty_bootstrap_deletes_the_users_copy(member_a, tenant_a, t
         "user_id": "alice",
         "via": "tool",
     }
+    assert (
+        AuditEvent.objects.for_tenant(tenant_a).filter(verb="context_file.bootstrap_completed").count() == 2
+    )
     refused = call(member_a, "boots", "write_file", path="BOOTSTRAP.md", content="")
     assert refused["is_error"] is True
     assert "this call has no user id" in refused["for_llm"]
 
 
-def test_deleting_a_copy_says_when_the_agents_template_remains(member_a, tenant_a):
-    agent = make_agent(tenant_a, "boots", OPEN)
+@pytest.mark.parametrize("type", [OPEN, PREDEFINED])
+def test_a_completed_first_run_hides_the_agents_template_for_that_user_only(
+    member_a, admin_a, tenant_a, type
+):
+    agent = make_agent(tenant_a, "boots", type)
     give_user(tenant_a, agent, "alice", ("BOOTSTRAP.md",))
-    done = call(member_a, "boots", "write_file", "alice", path="BOOTSTRAP.md", content="")
-    assert done["for_llm"] == (
-        "BOOTSTRAP.md deleted for this user: the first run is complete. The agent's own BOOTSTRAP.md "
-        "(the template) remains and reads show it; only an administrator can remove it."
-    )
+    url = "/api/v1/agents/boots/context-files/users/{}/bootstrap"
+    assert admin_a.get(url.format("alice")).json() == {
+        "agent": "boots",
+        "user_id": "alice",
+        "completed_at": None,
+        "pending": True,
+    }
+    assert admin_a.delete(url.format("alice")).status_code == 404  # nothing to reset yet
+
+    call(member_a, "boots", "write_file", "alice", path="BOOTSTRAP.md", content="")
+
+    # Alice reads no BOOTSTRAP.md any more, not even the agent's template; carol (no copy) still does.
+    gone = read(member_a, "boots", "BOOTSTRAP.md", "alice")
+    assert gone["is_error"] is True
+    assert gone["for_llm"] == "context file not found: BOOTSTRAP.md. This user's first run is complete."
+    assert text_of(read(member_a, "boots", "BOOTSTRAP.md", "carol")) == "boots BOOTSTRAP.md\n"
+    listed = call(member_a, "boots", "list_files", "alice", path=".")["for_llm"]
+    assert "BOOTSTRAP.md" not in listed
+    assert "BOOTSTRAP.md" in call(member_a, "boots", "list_files", "carol", path=".")["for_llm"]
+    state = admin_a.get(url.format("alice")).json()
+    assert state["completed_at"] is not None
+    assert state["pending"] is False
+
+    # An administrator resets it: alice reads the template again and her first run is pending.
+    assert admin_a.delete(url.format("alice")).status_code == 204
     assert text_of(read(member_a, "boots", "BOOTSTRAP.md", "alice")) == "boots BOOTSTRAP.md\n"
+    assert admin_a.get(url.format("alice")).json()["pending"] is True
+    assert AuditEvent.objects.for_tenant(tenant_a).filter(verb="context_file.bootstrap_reset").count() == 1
 
 
 def test_editing_bootstrap_to_nothing_deletes_it(member_a, tenant_a):

@@ -41,3 +41,14 @@ class UserFilesOutput(serializers.Serializer):  # type: ignore[type-arg]
     agent = serializers.CharField()
     user_id = serializers.CharField()
     files = UserFileOutput(many=True)
+
+
+class BootstrapOutput(serializers.Serializer):  # type: ignore[type-arg]
+    agent = serializers.CharField()
+    user_id = serializers.CharField()
+    completed_at = serializers.DateTimeField(
+        allow_null=True, help_text="when the agent wrote BOOTSTRAP.md empty for this user (first run done)"
+    )
+    pending = serializers.BooleanField(
+        help_text="whether this user reads a non-empty BOOTSTRAP.md (their first run is not complete)"
+    )

@@ -10,6 +10,11 @@ urlpatterns: list[URLPattern] = [
     path(FILES, views.AgentFilesView.as_view(), name="context-file-list"),
     path(f"{FILES}users/<str:user_id>/", views.UserFilesView.as_view(), name="context-file-user-list"),
     path(
+        f"{FILES}users/<str:user_id>/bootstrap",
+        views.BootstrapView.as_view(),
+        name="context-file-user-bootstrap",
+    ),
+    path(
         f"{FILES}users/<str:user_id>/<str:name>",
         views.UserFileView.as_view(),
         name="context-file-user-detail",

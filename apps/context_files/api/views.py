@@ -91,6 +91,38 @@ class UserFilesView(TenantViewMixin, APIView):
         return Response(s.UserFilesOutput({"agent": agent.key, "user_id": user_id, "files": files}).data)
 
 
+class BootstrapView(TenantViewMixin, APIView):
+    """A user's first run with the agent: whether it is complete (the agent wrote BOOTSTRAP.md empty for
+    them) and whether they still read a BOOTSTRAP.md. DELETE forgets the completion: the user reads the
+    agent's BOOTSTRAP.md again."""
+
+    @extend_schema(responses={200: s.BootstrapOutput})
+    def get(self, request: Request, key: str, user_id: str) -> Response:
+        agent = access_agent(actor=self.actor, key=key)
+        user_id = _user_id(user_id)
+        tenant = self.actor.tenant
+        completion = selectors.bootstrap_completion(tenant=tenant, agent=agent, user_id=user_id)
+        output = {
+            "agent": agent.key,
+            "user_id": user_id,
+            "completed_at": completion.updated_at if completion is not None else None,
+            "pending": selectors.bootstrap_pending(tenant=tenant, agent=agent, user_id=user_id),
+        }
+        return Response(s.BootstrapOutput(output).data)
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request: Request, key: str, user_id: str) -> Response:
+        agent = access_agent(actor=self.actor, key=key)
+        user_id = _user_id(user_id)
+        if not services.bootstrap_reset(actor=self.actor, agent=agent, user_id=user_id, via="api"):
+            raise ServiceError(
+                ErrorCode.NOT_FOUND,
+                f"the user {user_id[:100]!r} has no completed first run to reset.",
+                status=404,
+            )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
 class UserFileView(TenantViewMixin, APIView):
     """One user's copy of a file: read it, or delete it (the user then reads the agent's text again)."""
 

@@ -65,6 +65,7 @@ def file_list(request: DashboardRequest, key: str) -> HttpResponse:
     user_id = request.GET.get("user", "").strip()
     user_error = ""
     copies = None
+    bootstrap: dict[str, object] = {}
     if user_id:
         if len(user_id) > MAX_USER_ID or "\x00" in user_id:
             user_error = f"A user id is at most {MAX_USER_ID} characters."
@@ -72,6 +73,15 @@ def file_list(request: DashboardRequest, key: str) -> HttpResponse:
         else:
             found = selectors.user_files(tenant=request.actor.tenant, agent=agent, user_id=user_id)
             copies = [user_entry(found[name]) for name in NAMES if name in found]
+            completion = selectors.bootstrap_completion(
+                tenant=request.actor.tenant, agent=agent, user_id=user_id
+            )
+            bootstrap = {
+                "bootstrap_completed_at": completion.updated_at if completion is not None else None,
+                "bootstrap_pending": selectors.bootstrap_pending(
+                    tenant=request.actor.tenant, agent=agent, user_id=user_id
+                ),
+            }
     return render(
         request,
         "dashboard/context_files/list.html",
@@ -84,6 +94,7 @@ def file_list(request: DashboardRequest, key: str) -> HttpResponse:
             "users": selectors.users_with_copies(tenant=request.actor.tenant, agent=agent, limit=MAX_USERS),
             "max_users": MAX_USERS,
             "can_edit": request.actor.can(Role.ADMIN),
+            **bootstrap,
         },
     )
 
@@ -181,6 +192,30 @@ def user_file_delete(request: DashboardRequest, key: str, user_id: str, name: st
         title=f"Delete the copy of {name} that the user {user_id} has?",
         body="The user then reads the agent's text again. This cannot be undone.",
         action="Delete the copy",
+        back=back,
+        perform=perform,
+    )
+
+
+@dashboard_view(Role.ADMIN)
+def bootstrap_reset(request: DashboardRequest, key: str, user_id: str) -> HttpResponse:
+    """Ask for confirmation (GET), then forget that a user completed the first run (POST)."""
+    agent = access_agent(actor=request.actor, key=key)
+    if len(user_id) > MAX_USER_ID:
+        raise Http404("No such user id.")
+    back = f"{_list_url(agent)}?{urlencode({'user': user_id})}"
+
+    def perform() -> tuple[str, str]:
+        if not services.bootstrap_reset(actor=request.actor, agent=agent, user_id=user_id, via="dashboard"):
+            return f"The user {user_id} has no completed first run.", back
+        return f"The first run of the user {user_id} is reset.", back
+
+    return confirm_action(
+        request,
+        title=f"Reset the first run of the user {user_id}?",
+        body="The user reads the agent's BOOTSTRAP.md again, and the agent runs its first-run "
+        "instructions with them anew.",
+        action="Reset the first run",
         back=back,
         perform=perform,
     )
