@@ -52,6 +52,7 @@ __all__ = [
     "Usage",
     "VideoJob",
     "client_for",
+    "make_client",
     "resolve",
 ]
 
@@ -521,10 +522,20 @@ def _image_type(data: bytes) -> tuple[str, str]:
     return "application/octet-stream", "bin"
 
 
+def make_client(provider: Provider, *, policy: AddressPolicy | None = None) -> ProviderClient:
+    """The client for ``provider``'s kind (each kind answers the same calls; only OpenAI-compatible
+    endpoints exist so far)."""
+    if provider.kind != Provider.Kind.OPENAI_COMPATIBLE:
+        raise ProviderError(
+            f"the provider {provider.name} is of kind {provider.kind!r}, which this Toolgate cannot call"
+        )
+    return ProviderClient(provider, policy=policy)
+
+
 def client_for(
     tenant: Tenant, capability: str, provider_name: str | None = None, *, policy: AddressPolicy | None = None
 ) -> tuple[ProviderClient, str]:
     """The client and model for ``capability`` (see :func:`apps.llm.selectors.resolve`); raises
     :class:`ProviderUnavailable`."""
     provider, model = resolve(tenant, capability, provider_name)
-    return ProviderClient(provider, policy=policy), model
+    return make_client(provider, policy=policy), model

@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 
 from apps.audit.services import record
 from apps.llm import selectors, validation
-from apps.llm.client import ProviderClient, ProviderError
+from apps.llm.client import ProviderError, make_client
 from apps.llm.errors import LLMErrorCode
 from apps.llm.models import DEFAULT_TIMEOUT_SECONDS, Provider, model_field
 from apps.realtime import events
@@ -38,6 +38,7 @@ FIELDS = (
 )
 MIN_KEY_FOR_HINT = 12  # the last 4 characters of a shorter key would give away too much of it
 MAX_TEST_MODELS = 200
+TEST_TIMEOUT_SECONDS = 30.0  # the live check waits at most this long, whatever the provider's timeout
 
 
 def key_hint(key: str) -> str:
@@ -223,14 +224,17 @@ def provider_test(*, actor: Actor, provider: Provider) -> dict[str, Any]:
     """A live check of ``provider``: ``GET {base_url}/models`` within its timeout (at most 30 s). Answers
     ``ok``, ``latency_ms`` and the ``models`` offered, or the ``error`` (with ``status`` when the
     provider answered). Audited and published like a change (the provider's key was used)."""
-    client = ProviderClient(provider)
     started = time.monotonic()
     result: dict[str, Any] = {"ok": False, "latency_ms": 0, "models": [], "error": "", "status": None}
     listed: list[str] = []
+    client = None
     try:
+        client = make_client(provider)
+        client.timeout = min(client.timeout, TEST_TIMEOUT_SECONDS)
         listed = client.list_models()
     except ProviderError as exc:
-        result.update(error=client.redact(exc.message), status=exc.status)
+        message = client.redact(exc.message) if client is not None else exc.message
+        result.update(error=message, status=exc.status)
     else:
         result.update(ok=True, models=sorted(listed)[:MAX_TEST_MODELS])
     result["latency_ms"] = int((time.monotonic() - started) * 1000)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apps.llm import media
-from apps.llm.client import ProviderClient, ProviderError, client_for
+from apps.llm.client import ProviderClient, ProviderError, client_for, make_client
 from apps.llm.media import InputFile, MediaError, SavedFile
 from apps.llm.selectors import ProviderUnavailable, pick
 from apps.runtime.context import CallContext
@@ -462,7 +462,7 @@ def openai_compat_call(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     if len(json.dumps(body, ensure_ascii=False).encode()) > MAX_COMPAT_BODY_BYTES:
         raise _ArgError(f"the body is larger than {MAX_COMPAT_BODY_BYTES} bytes.")
     provider = pick(ctx.tenant, _text(args, "provider") or None)
-    client = ProviderClient(provider)
+    client = make_client(provider)
     for secret in client.secrets:
         ctx.scrubber.register(secret)
     if "model" not in body:

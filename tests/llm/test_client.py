@@ -226,3 +226,12 @@ def test_a_http_base_url_outside_the_test_networks_is_refused(settings: Any, fak
     assert base_url_error(fake.base_url) is None
     settings.TOOLGATE_SSRF_ALLOW_NETS = ""
     assert "blocked" in str(base_url_error(f"http://{PUBLIC_IP}:1/v1"))
+
+
+def test_a_kind_without_a_client_is_a_clear_error(tenant_a: Tenant) -> None:
+    from apps.llm.client import make_client
+    from apps.llm.models import Provider
+
+    provider = Provider(tenant=tenant_a, name="x", kind="anthropic", base_url="https://api.llm.invalid/v1")
+    with pytest.raises(ProviderError, match="of kind 'anthropic', which this Toolgate cannot call"):
+        make_client(provider)
