@@ -105,6 +105,15 @@ def test_edit_replaces_text_in_a_memory_file(member_a, agent, tenant_a):
     assert documents(tenant_a).get().content == "colour: green\nsize: 3\n"
 
 
+def test_editing_a_memory_file_that_does_not_exist_is_an_error_and_creates_nothing(member_a, agent, tenant_a):
+    edited = call(member_a, "edit", {"path": "memory/plan.md", "old_string": "a", "new_string": "b"})
+    assert edited["is_error"] is True
+    assert edited["for_llm"] == (
+        "memory/plan.md does not exist yet, so there is nothing to edit; create it with write_file."
+    )
+    assert not documents(tenant_a).exists()
+
+
 def test_a_memory_file_is_bounded_with_a_clear_message(member_a, agent, tenant_a, settings):
     from apps.memory import models
 

@@ -417,8 +417,14 @@ def edit(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     if virtual is not None:
         interceptor, logical = virtual
         loaded = interceptor.load(ctx, logical)
-        if isinstance(loaded, ToolResult):
-            return loaded
+        if isinstance(loaded, ToolResult):  # refused, or a file that does not exist (a quiet answer to reads)
+            return (
+                loaded
+                if loaded.is_error
+                else ToolResult.error(
+                    f"{logical} does not exist yet, so there is nothing to edit; create it with write_file."
+                )
+            )
         replaced = _replace(loaded.content, old, new, replace_all, logical)
         if isinstance(replaced, ToolResult):
             return replaced
