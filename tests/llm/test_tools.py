@@ -538,3 +538,23 @@ def pdf_with_text(text: str) -> bytes:
     out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
     out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
     return bytes(out)
+
+
+def test_outputs_go_only_where_write_file_may_write(member_a, agent, tenant_a, fake, make_provider):
+    make_provider(tenant_a)
+    for path, message in (
+        ("../../escape.png", "access denied: path outside workspace"),
+        (".git/hooks/pre-commit", "access denied: path '.git/hooks/pre-commit' is restricted"),
+        ("memory/notes.png", "access denied: path 'memory/notes.png' is restricted"),
+        (".ssh/id_rsa", "is a sensitive path"),
+    ):
+        body = call(member_a, "create_image", {"prompt": "x", "path": path})
+        assert body["is_error"] is True, path
+        assert message in body["for_llm"], (path, body["for_llm"])
+    root = workspace(tenant_a, agent)
+    assert not (root / ".git").exists()
+    assert not (root / "memory").exists()
+    (root / "pictures").mkdir()
+    into_folder = call(member_a, "create_image", {"prompt": "x", "path": "pictures"})
+    assert into_folder["is_error"] is False, into_folder
+    assert [p.name.startswith("create_image-") for p in (root / "pictures").iterdir()] == [True]
