@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "apps.knowledge",
     "apps.skills",
     "apps.llm",
+    "apps.sessions",
     "apps.runtime",
     "apps.dashboard",
 ]
@@ -353,6 +354,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Choice sets whose field names meet elsewhere ("role" of members and of session messages).
+    "ENUM_NAME_OVERRIDES": {
+        "RoleEnum": "apps.tenants.roles.Role",
+        "SessionMessageRoleEnum": "apps.sessions.models.SessionMessage.Role",
+    },
 }
 
 # --- Logging ------------------------------------------------------------------------------------------

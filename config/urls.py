@@ -22,6 +22,7 @@ api_v1 = [
     path("", include("apps.knowledge.api.urls")),
     path("", include("apps.skills.api.urls")),
     path("", include("apps.llm.api.urls")),
+    path("", include("apps.sessions.api.urls")),
 ]
 
 urlpatterns = [

@@ -257,31 +257,35 @@ _SPECS: list[ToolSpec] = [
     ToolSpec(
         "sessions_list",
         "sessions",
-        "List active sessions.",
-        _schema({"limit": _i("How many sessions.", minimum=1, maximum=100)}),
+        "List this agent's sessions with the current user, most recently active first.",
+        _schema({"limit": _i("How many sessions (default 20).", minimum=1, maximum=100)}),
         "read_only",
-        unavailable_reason=LATER,
     ),
     ToolSpec(
         "sessions_history",
         "sessions",
-        "Show a session's message history.",
+        "Show the last messages of one of this agent's sessions with the current user.",
         _schema(
-            {"session_key": _s("The session."), "limit": _i("How many messages.", minimum=1, maximum=200)},
+            {
+                "session_key": _s("The session's key (see sessions_list).", maxLength=200),
+                "limit": _i("How many of the last messages (default 30).", minimum=1, maximum=200),
+            },
             ("session_key",),
         ),
         "read_only",
-        unavailable_reason=LATER,
     ),
     ToolSpec(
         "sessions_send",
         "sessions",
-        "Send a message to a session.",
+        "Send a message to another of this agent's sessions with the current user.",
         _schema(
-            {"session_key": _s("The session."), "message": _s("The message.")}, ("session_key", "message")
+            {
+                "session_key": _s("The session's key (see sessions_list).", maxLength=200),
+                "message": _s("The message (at most 20 000 characters).", maxLength=20000),
+            },
+            ("session_key", "message"),
         ),
         "mutating",
-        unavailable_reason=LATER,
     ),
     ToolSpec(
         "spawn",
@@ -301,10 +305,9 @@ _SPECS: list[ToolSpec] = [
     ToolSpec(
         "session_status",
         "sessions",
-        "Show the current session's status.",
+        "Show the current session's status: messages, tokens, times.",
         _schema({}),
         "read_only",
-        unavailable_reason=LATER,
     ),
     # --- knowledge --------------------------------------------------------------------------------
     ToolSpec(

@@ -22,6 +22,7 @@ from tests.api import (
     roles_policy,
     roles_sandbox,
     roles_secure_cli,
+    roles_sessions,
     roles_skills,
     roles_teams,
 )
@@ -55,6 +56,7 @@ def _targets(tenant: Tenant) -> dict[str, str]:
         **roles_knowledge.targets(tenant),
         **roles_skills.targets(tenant),
         **roles_llm.targets(tenant),
+        **roles_sessions.targets(tenant),
     }
 
 
@@ -100,6 +102,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     *roles_knowledge.ACTIONS,
     *roles_skills.ACTIONS,
     *roles_llm.ACTIONS,
+    *roles_sessions.ACTIONS,
 ]
 
 

@@ -24,6 +24,7 @@ from tests.api import (
     isolation_policy,
     isolation_sandbox,
     isolation_secure_cli,
+    isolation_sessions,
     isolation_skills,
     isolation_teams,
 )
@@ -86,6 +87,7 @@ CASES: dict[str, Case] = {
     **isolation_knowledge.CASES,
     **isolation_skills.CASES,
     **isolation_llm.CASES,
+    **isolation_sessions.CASES,
 }
 
 

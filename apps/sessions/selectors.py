@@ -1,0 +1,65 @@
+"""Reads of sessions, always inside one tenant."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.core.exceptions import ValidationError
+from django.db.models import F, Q, QuerySet
+
+from apps.sessions.models import Session, SessionMessage
+from apps.tenants.actors import Actor
+from apps.tenants.errors import ErrorCode, ServiceError
+from apps.tenants.models import Agent, Tenant
+
+
+def session_list(
+    *,
+    tenant: Tenant,
+    agent: Agent | None = None,
+    user_id: str | None = None,
+    status: str | None = None,
+    query: str = "",
+) -> QuerySet[Session]:
+    """The tenant's sessions, most recently active first; narrowed by agent, user, status and words in
+    the key or label."""
+    sessions = Session.objects.for_tenant(tenant).select_related("agent")
+    if agent is not None:
+        sessions = sessions.filter(agent=agent)
+    if user_id is not None:
+        sessions = sessions.filter(user_id=user_id)
+    if status:
+        sessions = sessions.filter(status=status)
+    if query:
+        sessions = sessions.filter(Q(key__icontains=query) | Q(label__icontains=query))
+    return sessions.order_by(F("last_message_at").desc(nulls_last=True), "-created_at", "id")
+
+
+def access_session(*, actor: Actor, id: str | uuid.UUID) -> Session:
+    """The tenant's session with this id; 404 otherwise (another tenant's included)."""
+    try:
+        return Session.objects.for_tenant(actor.tenant).select_related("agent", "parent").get(pk=id)
+    except (Session.DoesNotExist, ValidationError, ValueError, TypeError):
+        raise ServiceError(ErrorCode.NOT_FOUND, "No session with this id.", status=404) from None
+
+
+def visible_to_call(*, tenant: Tenant, agent: Agent, user_id: str) -> QuerySet[Session]:
+    """The sessions a tool call may see: the same agent's, for the same user (a call without a user id
+    sees the sessions without one)."""
+    return session_list(tenant=tenant, agent=agent, user_id=user_id)
+
+
+def messages(*, session: Session, after: int = 0, limit: int | None = None) -> list[SessionMessage]:
+    """``session``'s messages after ``seq`` ``after``, in order; with ``limit``, the first ``limit``."""
+    rows = (
+        SessionMessage.objects.for_tenant(session.tenant)
+        .filter(session=session, seq__gt=after)
+        .order_by("seq")
+    )
+    return list(rows[:limit] if limit is not None else rows)
+
+
+def last_messages(*, session: Session, limit: int) -> list[SessionMessage]:
+    """The last ``limit`` messages of ``session``, in order."""
+    rows = SessionMessage.objects.for_tenant(session.tenant).filter(session=session).order_by("-seq")[:limit]
+    return list(reversed(rows))
