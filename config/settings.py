@@ -120,6 +120,7 @@ INSTALLED_APPS = [
     "apps.skills",
     "apps.llm",
     "apps.sessions",
+    "apps.messaging",
     "apps.runtime",
     "apps.dashboard",
 ]

@@ -23,6 +23,7 @@ api_v1 = [
     path("", include("apps.skills.api.urls")),
     path("", include("apps.llm.api.urls")),
     path("", include("apps.sessions.api.urls")),
+    path("", include("apps.messaging.api.urls")),
 ]
 
 urlpatterns = [

@@ -8,6 +8,7 @@ from apps.dashboard import (
     urls_llm,
     urls_mcp,
     urls_memory,
+    urls_messaging,
     urls_policy,
     urls_sandbox,
     urls_secure_cli,
@@ -51,4 +52,5 @@ urlpatterns = [
     *urls_knowledge.urlpatterns,
     *urls_skills.urlpatterns,
     *urls_llm.urlpatterns,
+    *urls_messaging.urlpatterns,
 ]

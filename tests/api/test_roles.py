@@ -19,6 +19,7 @@ from tests.api import (
     roles_llm,
     roles_mcp,
     roles_memory,
+    roles_messaging,
     roles_policy,
     roles_sandbox,
     roles_secure_cli,
@@ -57,6 +58,7 @@ def _targets(tenant: Tenant) -> dict[str, str]:
         **roles_skills.targets(tenant),
         **roles_llm.targets(tenant),
         **roles_sessions.targets(tenant),
+        **roles_messaging.targets(tenant),
     }
 
 
@@ -103,6 +105,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     *roles_skills.ACTIONS,
     *roles_llm.ACTIONS,
     *roles_sessions.ACTIONS,
+    *roles_messaging.ACTIONS,
 ]
 
 

@@ -21,6 +21,7 @@ from tests.api import (
     isolation_llm,
     isolation_mcp,
     isolation_memory,
+    isolation_messaging,
     isolation_policy,
     isolation_sandbox,
     isolation_secure_cli,
@@ -88,6 +89,7 @@ CASES: dict[str, Case] = {
     **isolation_skills.CASES,
     **isolation_llm.CASES,
     **isolation_sessions.CASES,
+    **isolation_messaging.CASES,
 }
 
 

@@ -1,0 +1,5 @@
+"""Dashboard routes of messaging channels."""
+
+from django.urls import URLPattern
+
+urlpatterns: list[URLPattern] = []
