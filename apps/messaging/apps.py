@@ -1,3 +1,6 @@
+"""Messaging channels per tenant (an outbound webhook, Telegram) and the message and
+create_forum_topic tools."""
+
 from django.apps import AppConfig
 
 
@@ -5,3 +8,9 @@ class MessagingConfig(AppConfig):
     name = "apps.messaging"
     label = "messaging"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Importing the tool module registers message and create_forum_topic (apps/runtime/registry.py).
+        from apps.messaging import senders, tools  # noqa: F401
+
+        senders.install_log_filter()
