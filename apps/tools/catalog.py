@@ -374,20 +374,48 @@ _SPECS: list[ToolSpec] = [
     ToolSpec(
         "message",
         "messaging",
-        "Send a message to a channel.",
-        _schema({"channel": _s("Channel."), "chat_id": _s("Chat."), "text": _s("Message text.")}, ("text",)),
+        "Send a message to a chat of a configured channel (a webhook or a Telegram bot).",
+        _schema(
+            {
+                "channel": _s("A configured channel's name (default: the channel of this call)."),
+                "chat_id": _s(
+                    "The chat (default: this call's chat, else the channel's default chat); a Telegram "
+                    "forum topic is <chat>:topic:<thread>, e.g. -100123:topic:45.",
+                    maxLength=100,
+                ),
+                "text": _s(
+                    "The message (at most 4096 characters; send longer text in parts).", maxLength=4096
+                ),
+                "reply_to": _s("The id of the message to answer (Telegram: its message_id).", maxLength=100),
+                "silent": _b("Send without a notification."),
+            },
+            ("text",),
+        ),
         "mutating",
         requires=("a messaging channel",),
-        unavailable_reason=LATER,
     ),
     ToolSpec(
         "create_forum_topic",
         "messaging",
-        "Create a forum topic (Telegram).",
-        _schema({"chat_id": _s("Forum chat."), "name": _s("Topic name.")}, ("chat_id", "name")),
+        "Create a forum topic in a Telegram supergroup; answers the thread id and the chat id to send to.",
+        _schema(
+            {
+                "channel": _s("A configured Telegram channel's name (default: the channel of this call)."),
+                "chat_id": _s(
+                    "The forum supergroup (default: this call's chat, else the channel's default chat).",
+                    maxLength=100,
+                ),
+                "name": _s("The topic's name (1 to 128 characters).", minLength=1, maxLength=128),
+                "icon_color": {
+                    "type": "integer",
+                    "description": "The topic icon's color (RGB).",
+                    "enum": [7322096, 16766590, 13338331, 9367192, 16749490, 16478047],
+                },
+            },
+            ("name",),
+        ),
         "mutating",
         requires=("a Telegram channel",),
-        unavailable_reason=LATER,
     ),
     # --- teams ------------------------------------------------------------------------------------
     ToolSpec(
