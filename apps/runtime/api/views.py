@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.audit.models import ToolCall
+from apps.messaging import selectors as topic_tools
 from apps.policy.engine import CallScope
 from apps.runtime import pipeline
 from apps.runtime.api import serializers as s
@@ -93,7 +94,18 @@ class ExecuteView(TenantViewMixin, APIView):
         body = data.validated_data
         agent = runtime_agent(actor=self.actor, key=body["agent"])
         context = body.get("context") or DEFAULT_CONTEXT
-        tool_allow = context.get("tool_allow")
+        tool_allow = topic_tools.call_tool_allow(
+            tenant=self.actor.tenant,
+            agent=agent,
+            scope=CallScope(
+                provider=context["provider"],
+                user_id=context["user_id"],
+                channel=context["channel"],
+                chat_id=context["chat_id"],
+                subagent_depth=context["subagent_depth"],
+            ),
+            tool_allow=context.get("tool_allow"),
+        )
         step = pipeline.begin(
             actor=self.actor,
             request=pipeline.CallRequest(
@@ -108,7 +120,7 @@ class ExecuteView(TenantViewMixin, APIView):
                 provider=context["provider"],
                 origin=context["origin"],
                 subagent_depth=context["subagent_depth"],
-                tool_allow=tuple(tool_allow) if tool_allow is not None else None,
+                tool_allow=tool_allow,
                 style=body["style"],
             ),
             wait=context["wait"],
@@ -154,17 +166,23 @@ class AgentToolsView(TenantViewMixin, APIView):
         query = s.ToolsQueryInput(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         params: dict[str, Any] = query.validated_data
+        scope = CallScope(
+            provider=params["provider"],
+            user_id=params["user_id"],
+            channel=params["channel"],
+            chat_id=params["chat_id"],
+            subagent_depth=params["subagent_depth"],
+        )
         definitions = listing.definitions(
             tenant=self.actor.tenant,
             agent=agent,
-            scope=CallScope(
-                provider=params["provider"],
-                user_id=params["user_id"],
-                channel=params["channel"],
-                chat_id=params["chat_id"],
-                subagent_depth=params["subagent_depth"],
+            scope=scope,
+            tool_allow=topic_tools.call_tool_allow(
+                tenant=self.actor.tenant,
+                agent=agent,
+                scope=scope,
+                tool_allow=s.CallScopeQueryInput.tool_allow_names(params["tool_allow"]),
             ),
-            tool_allow=s.CallScopeQueryInput.tool_allow_names(params["tool_allow"]),
             style=params["style"],
             include_unavailable=params["include_unavailable"],
             session_key=params["session_key"],
