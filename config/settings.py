@@ -121,6 +121,7 @@ INSTALLED_APPS = [
     "apps.llm",
     "apps.sessions",
     "apps.messaging",
+    "apps.runs",
     "apps.runtime",
     "apps.dashboard",
 ]

@@ -24,6 +24,7 @@ api_v1 = [
     path("", include("apps.llm.api.urls")),
     path("", include("apps.sessions.api.urls")),
     path("", include("apps.messaging.api.urls")),
+    path("", include("apps.runs.api.urls")),
 ]
 
 urlpatterns = [

@@ -46,6 +46,7 @@ TOPICS: dict[str, str] = {
     "llm": Role.ADMIN,
     "sessions": Role.MEMBER,
     "messaging": Role.ADMIN,
+    "runs": Role.MEMBER,
     # The subscriber's own events (e.g. the decision on an access request it made): every role, and
     # only ever its own actor's (``actor_group``), never the tenant's.
     ME: Role.VIEWER,

@@ -21,6 +21,7 @@ from tests.api import (
     roles_memory,
     roles_messaging,
     roles_policy,
+    roles_runs,
     roles_sandbox,
     roles_secure_cli,
     roles_sessions,
@@ -59,6 +60,7 @@ def _targets(tenant: Tenant) -> dict[str, str]:
         **roles_llm.targets(tenant),
         **roles_sessions.targets(tenant),
         **roles_messaging.targets(tenant),
+        **roles_runs.targets(tenant),
     }
 
 
@@ -106,6 +108,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     *roles_llm.ACTIONS,
     *roles_sessions.ACTIONS,
     *roles_messaging.ACTIONS,
+    *roles_runs.ACTIONS,
 ]
 
 

@@ -23,6 +23,7 @@ from tests.api import (
     isolation_memory,
     isolation_messaging,
     isolation_policy,
+    isolation_runs,
     isolation_sandbox,
     isolation_secure_cli,
     isolation_sessions,
@@ -90,6 +91,7 @@ CASES: dict[str, Case] = {
     **isolation_llm.CASES,
     **isolation_sessions.CASES,
     **isolation_messaging.CASES,
+    **isolation_runs.CASES,
 }
 
 

@@ -1,0 +1,12 @@
+"""Routes of the runs API."""
+
+from django.urls import URLPattern, path
+
+from apps.runs.api import views
+
+urlpatterns: list[URLPattern] = [
+    path("agents/<str:key>/runs", views.AgentRunsView.as_view(), name="agent-run-create"),
+    path("runs/", views.RunViewSet.as_view({"get": "list"}), name="run-list"),
+    path("runs/<str:pk>/", views.RunViewSet.as_view({"get": "retrieve"}), name="run-detail"),
+    path("runs/<str:pk>/cancel", views.RunViewSet.as_view({"post": "cancel"}), name="run-cancel"),
+]

@@ -1,0 +1,132 @@
+"""The runs API: start a run of an agent, follow it, cancel it.
+
+Members start runs (agent loops and people with a member key) and read them; a run's tool calls act as
+whoever started it. ``wait`` (default true) answers when the run ends; ``wait: false`` answers 202 with
+the queued run, which a django-q2 worker runs. Another tenant's run is 404 whatever the method.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django_q.tasks import async_task
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.runs import runner, services
+from apps.runs.api import serializers as s
+from apps.runs.models import Run
+from apps.tenants.access import access_agent
+from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
+from apps.tenants.errors import ErrorCode, ServiceError
+from apps.tenants.roles import Role
+from apps.tenants.selectors import agent_list
+
+
+def _run(actor: Any, id: str) -> Run:
+    run = (
+        Run.objects.for_tenant(actor.tenant).select_related("agent", "session").filter(pk=id).first()
+        if _uuid(id)
+        else None
+    )
+    if run is None:
+        raise ServiceError(ErrorCode.NOT_FOUND, "No run with this id.", status=404)
+    return run
+
+
+def _uuid(value: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+class AgentRunsView(TenantViewMixin, APIView):
+    """``POST agents/<key>/runs``: start a run of the agent in ``session_key`` answering ``message``.
+    ``GET``: the agent's 50 latest runs (``runs/?agent=<key>`` pages through all)."""
+
+    read_role = Role.MEMBER
+    write_role = Role.MEMBER
+
+    @extend_schema(responses={200: s.RunOutput(many=True)})
+    def get(self, request: Request, key: str) -> Response:
+        agent = access_agent(actor=self.actor, key=key)
+        runs = (
+            Run.objects.for_tenant(self.actor.tenant)
+            .select_related("agent", "session")
+            .filter(agent=agent)
+            .order_by("-created_at", "id")[:50]
+        )
+        return Response(s.RunOutput(runs, many=True).data)
+
+    @extend_schema(request=s.RunCreateInput, responses={201: s.RunOutput, 202: s.RunOutput})
+    def post(self, request: Request, key: str) -> Response:
+        agent = access_agent(actor=self.actor, key=key)
+        data = s.RunCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        wait = values.pop("wait")
+        run = services.run_create(actor=self.actor, agent=agent, **values)
+        if wait:
+            runner.execute(run.pk, run.tenant_id)
+            run = _run(self.actor, str(run.pk))
+            return Response(s.RunOutput(run).data, status=status.HTTP_201_CREATED)
+        tenant_id, run_id = str(run.tenant_id), str(run.pk)
+        transaction.on_commit(lambda: async_task("apps.runs.tasks.execute_run", tenant_id, run_id))
+        return Response(s.RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class RunViewSet(TenantScopedViewSet):
+    """``GET runs/`` (filters ``agent``, ``status``, ``session``; newest first; paginated), ``GET
+    runs/<id>/`` and ``POST runs/<id>/cancel`` (a queued run is cancelled at once, a running one at its
+    next step; a finished one is 409)."""
+
+    model = Run
+    serializer_class = s.RunOutput
+    read_role = Role.MEMBER
+    write_role = Role.MEMBER
+    run: Run
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if "pk" in kwargs:
+            self.run = _run(self.actor, kwargs["pk"])
+
+    def scope_queryset(self, queryset: Any) -> Any:
+        if self.action != "list":
+            return queryset.none()
+        filters = s.RunFilterInput(data=self.request.query_params.dict())
+        filters.is_valid(raise_exception=True)
+        params = filters.validated_data
+        queryset = queryset.select_related("agent", "session")
+        if params.get("agent"):
+            agent = agent_list(tenant=self.actor.tenant).filter(key=params["agent"]).first()
+            if agent is None:
+                message = "no such agent in this tenant."
+                raise ServiceError(ErrorCode.INVALID, f"agent: {message}", details={"agent": [message]})
+            queryset = queryset.filter(agent=agent)
+        if params.get("status"):
+            queryset = queryset.filter(status=params["status"])
+        if params.get("session"):
+            queryset = queryset.filter(session_id=params["session"])
+        return queryset.order_by("-created_at", "id")
+
+    @extend_schema(parameters=[s.RunFilterInput])
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(s.RunOutput(page, many=True).data)
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(s.RunOutput(self.run).data)
+
+    @extend_schema(request=None, responses={200: s.RunOutput})
+    def cancel(self, request: Request, pk: str) -> Response:
+        run = services.run_cancel(actor=self.actor, run=self.run)
+        return Response(s.RunOutput(_run(self.actor, str(run.pk))).data)

@@ -1,0 +1,68 @@
+"""A run is one turn of an agent: the model is asked, the tools it calls run through the pipeline, and
+it is asked again with their results until it answers without a tool call or reaches its last
+iteration. Its messages are the session's (``SessionMessage.source`` ``run:<id>``)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.tenants.scoping import TenantScoped
+
+MAX_INPUT_CHARS = 100_000
+DEFAULT_MAX_ITERATIONS = 20
+MAX_ITERATIONS = 50
+
+
+class Run(TenantScoped):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        COMPLETED = "completed"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class Kind(models.TextChoices):
+        CHAT = "chat"
+        SUBAGENT = "subagent"
+        TEAM_TASK = "team_task"
+        CRON = "cron"
+
+    agent = models.ForeignKey("tenants.Agent", on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey("agent_sessions.Session", on_delete=models.CASCADE, related_name="runs")
+    user_id = models.CharField(max_length=200, blank=True, default="")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CHAT)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    input = models.TextField(blank=True, default="")
+    output = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    provider = models.CharField(max_length=64, blank=True, default="")  # a provider's name ("" = default)
+    model = models.CharField(max_length=200, blank=True, default="")  # as the provider named it
+    max_iterations = models.PositiveSmallIntegerField(default=DEFAULT_MAX_ITERATIONS)
+    iterations = models.PositiveSmallIntegerField(default=0)
+    tool_calls = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    depth = models.PositiveSmallIntegerField(default=0)
+    cancel_requested = models.BooleanField(default=False)
+    # Who started it: tool calls run as this actor (its role, checked again when the run starts).
+    started_by_kind = models.CharField(max_length=10, blank=True, default="")
+    started_by_id = models.CharField(max_length=64, blank=True, default="")
+    started_by = models.CharField(max_length=300, blank=True, default="")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "status"], name="run_status"),
+            models.Index(fields=["tenant", "agent", "-created_at"], name="run_agent_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.agent_id}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.COMPLETED, self.Status.FAILED, self.Status.CANCELLED)

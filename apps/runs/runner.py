@@ -1,0 +1,270 @@
+"""The built-in runner: one run of an agent against its provider's chat model (OpenAI-compatible).
+
+1. The system prompt is the agent's context files as the run's user reads them (SOUL, IDENTITY, AGENTS,
+   TOOLS, USER and, while the user's first run is pending, BOOTSTRAP).
+2. The messages are the session's last ``HISTORY_MESSAGES`` and the run's input (added to the session).
+3. Each iteration asks the model with the tools the agent may use now (the listing of
+   ``GET /api/v1/agents/<key>/tools``, narrowed to ``write_file`` in bootstrap mode: an open agent whose
+   user has a pending BOOTSTRAP.md). Every tool call goes through the pipeline (policy, approvals,
+   safeguards, sandbox, scrubbing, rate limit, audit) as the actor who started the run, and its result
+   is added as a tool message.
+4. On the last iteration (``max_iterations``, 20 for subagents) the tools are withdrawn and the model is
+   told: "[System] Final iteration reached. Summarize all findings and respond to the user now. No more
+   tool calls allowed." (SPEC B §1.5).
+5. The run ends when the model answers without a tool call (completed), when cancelled (checked between
+   steps), or on a provider error or anything unexpected (failed, with the reason).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.context_files import selectors as context_selectors
+from apps.context_files.models import NAMES
+from apps.context_files.routing import BOOTSTRAP, HEARTBEAT, Place, route
+from apps.llm.client import ChatResult, ProviderError, client_for
+from apps.llm.selectors import ProviderUnavailable
+from apps.policy.engine import CallScope
+from apps.runs import services
+from apps.runs.models import Run
+from apps.runtime import pipeline
+from apps.sessions import selectors as session_selectors
+from apps.sessions import services as session_services
+from apps.sessions.models import SessionMessage
+from apps.tenants.actors import Actor
+from apps.tenants.errors import ServiceError
+from apps.tenants.models import Agent
+from apps.tools import listing, presentation
+
+logger = logging.getLogger(__name__)
+
+HISTORY_MESSAGES = 50
+FINAL_ITERATION = (
+    "[System] Final iteration reached. Summarize all findings and respond to the user now. "
+    "No more tool calls allowed."
+)
+BOOTSTRAP_TOOLS = ("write_file",)
+
+
+class Cancelled(Exception):
+    pass
+
+
+def system_prompt(run: Run) -> str:
+    """The agent's identity and its context files as the run's user reads them."""
+    agent, tenant, user_id = run.agent, run.tenant, run.user_id
+    shared = context_selectors.agent_files(tenant=tenant, agent=agent)
+    own = context_selectors.user_files(tenant=tenant, agent=agent, user_id=user_id) if user_id else {}
+    parts = [f"You are {agent.name} (agent {agent.key})."]
+    for name in NAMES:
+        if name == HEARTBEAT:
+            continue
+        if name == BOOTSTRAP and not context_selectors.bootstrap_pending(
+            tenant=tenant, agent=agent, user_id=user_id
+        ):
+            continue
+        where = route(agent.type, name).read
+        row = own.get(name) if where == Place.USER and name in own else shared.get(name)
+        if row is not None and row.content.strip():
+            parts.append(f"## {name}\n\n{row.content.strip()}")
+    return "\n\n".join(parts)
+
+
+def _history(run: Run) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for message in session_selectors.last_messages(session=run.session, limit=HISTORY_MESSAGES):
+        entry: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.role == SessionMessage.Role.ASSISTANT and message.tool_calls:
+            entry["tool_calls"] = message.tool_calls
+        if message.role == SessionMessage.Role.TOOL:
+            entry["tool_call_id"] = message.tool_call_id
+        elif message.name and message.role == SessionMessage.Role.USER:
+            entry["name"] = message.name
+        messages.append(entry)
+    # A history cut in the middle of a tool exchange would be refused by the model: start after it.
+    while messages and messages[0]["role"] == SessionMessage.Role.TOOL:
+        messages.pop(0)
+    return messages
+
+
+def _tools(run: Run) -> list[dict[str, Any]]:
+    definitions = listing.definitions(
+        tenant=run.tenant,
+        agent=run.agent,
+        scope=CallScope(user_id=run.user_id, subagent_depth=run.depth),
+        session_key=run.session.key,
+    )
+    if context_selectors.bootstrap_pending(tenant=run.tenant, agent=run.agent, user_id=run.user_id) and (
+        run.agent.type == Agent.Type.OPEN
+    ):
+        definitions = [d for d in definitions if d["name"] in BOOTSTRAP_TOOLS]
+    return presentation.render(definitions, "openai")
+
+
+def _check(run: Run) -> None:
+    run.refresh_from_db(fields=["cancel_requested"])
+    if run.cancel_requested:
+        raise Cancelled
+
+
+def _append(actor: Actor, run: Run, role: str, content: str, **extra: Any) -> None:
+    session_services.message_append(
+        actor=actor,
+        session=run.session,
+        role=role,
+        content=content,
+        source=f"run:{run.pk}",
+        audit=False,
+        **extra,
+    )
+
+
+def _finish(run: Run, status: str, *, output: str = "", error: str = "") -> None:
+    with transaction.atomic():
+        run.status = status
+        run.output = output
+        run.error = error[:4000]
+        run.finished_at = timezone.now()
+        run.save(
+            update_fields=[
+                "status",
+                "output",
+                "error",
+                "finished_at",
+                "iterations",
+                "tool_calls",
+                "input_tokens",
+                "output_tokens",
+                "model",
+                "updated_at",
+            ]
+        )
+        services.publish(run, "run.finished")
+
+
+def _claim(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> Run | None:
+    """Move a queued run to running (once: a second worker finds it taken)."""
+    with transaction.atomic():
+        run = (
+            Run.objects.dangerously_all_tenants()
+            .select_for_update()
+            .select_related("tenant", "agent", "session")
+            .filter(pk=run_id, tenant_id=tenant_id)
+            .first()
+        )
+        if run is None or run.status != Run.Status.QUEUED:
+            return None
+        run.status = Run.Status.RUNNING
+        run.started_at = timezone.now()
+        run.save(update_fields=["status", "started_at", "updated_at"])
+        services.publish(run, "run.started")
+    return run
+
+
+def execute(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> None:
+    """Run a queued run to its end (the django-q2 task and the synchronous path both land here)."""
+    run = _claim(run_id, tenant_id)
+    if run is None:
+        return
+    try:
+        actor = services.run_actor(run)
+        _turn(run, actor)
+    except Cancelled:
+        _finish(run, Run.Status.CANCELLED, error="cancelled")
+    except (ProviderError, ProviderUnavailable, ServiceError) as exc:
+        _finish(run, Run.Status.FAILED, error=str(exc))
+    except Exception as exc:  # a run records why it failed instead of vanishing
+        logger.exception("run failed", extra={"run": str(run.pk), "tenant": str(run.tenant_id)})
+        _finish(run, Run.Status.FAILED, error=f"internal error: {type(exc).__name__}")
+
+
+def _ask(run: Run, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatResult:
+    client, model = client_for(run.tenant, "chat", run.provider or None)
+    result = client.chat(messages, tools=tools or None, model=model)
+    run.model = result.model[:200]
+    run.input_tokens += result.usage.prompt_tokens
+    run.output_tokens += result.usage.completion_tokens
+    return result
+
+
+def _turn(run: Run, actor: Actor) -> None:
+    _append(actor, run, SessionMessage.Role.USER, run.input)
+    messages = [{"role": "system", "content": system_prompt(run)}, *_history(run)]
+    while True:
+        _check(run)
+        run.iterations += 1
+        final = run.iterations >= run.max_iterations
+        tools: list[dict[str, Any]] = []
+        if final:
+            messages.append({"role": "user", "content": FINAL_ITERATION})
+            _append(actor, run, SessionMessage.Role.USER, FINAL_ITERATION, name="system")
+        else:
+            tools = _tools(run)
+        result = _ask(run, messages, tools)
+        calls = [] if final else list(result.tool_calls)
+        wire_calls = [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call in calls
+        ]
+        _append(
+            actor,
+            run,
+            SessionMessage.Role.ASSISTANT,
+            result.content,
+            tool_calls=wire_calls,
+            input_tokens=result.usage.prompt_tokens,
+            output_tokens=result.usage.completion_tokens,
+        )
+        assistant: dict[str, Any] = {"role": "assistant", "content": result.content}
+        if wire_calls:
+            assistant["tool_calls"] = wire_calls
+        messages.append(assistant)
+        run.save(update_fields=["iterations", "input_tokens", "output_tokens", "model", "updated_at"])
+        services.publish(run, "run.progress")
+        if not calls:
+            _finish(run, Run.Status.COMPLETED, output=result.content)
+            return
+        for call in calls:
+            _check(run)
+            text = _call_tool(run, actor, call.name, call.arguments)
+            run.tool_calls += 1
+            _append(
+                actor,
+                run,
+                SessionMessage.Role.TOOL,
+                text,
+                name=call.name[:200],
+                tool_call_id=call.id[:200] or "call",
+            )
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+
+
+def _call_tool(run: Run, actor: Actor, name: str, arguments: str) -> str:
+    """One tool call through the pipeline; the model reads the result (or why it was refused)."""
+    from apps.llm.client import ToolCall
+
+    try:
+        args = ToolCall(id="", name=name, arguments=arguments).parsed_arguments()
+    except ProviderError as exc:
+        return f"Error: {exc}. Call the tool again with a JSON object of arguments."
+    started = time.monotonic()
+    outcome = pipeline.execute(
+        actor=actor,
+        request=pipeline.CallRequest(
+            agent=run.agent,
+            tool=name,
+            args=args,
+            session_key=run.session.key,
+            user_id=run.user_id,
+            provider=run.provider,
+            subagent_depth=run.depth,
+        ),
+    )
+    logger.debug("run tool call", extra={"run": str(run.pk), "tool": name, "ms": time.monotonic() - started})
+    return outcome.result.for_llm

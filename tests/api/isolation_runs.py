@@ -1,0 +1,37 @@
+"""Tenant-isolation cases for the runs routes (merged into ``test_tenant_isolation.CASES``)."""
+
+from __future__ import annotations
+
+from apps.runs import services
+from apps.tenants import services as tenant_services
+from apps.tenants.actors import Actor
+from apps.tenants.models import Tenant
+from tests.api.isolation_support import Case
+
+
+def make_run(tenant: Tenant, prefix: str = "secret") -> dict[str, str]:
+    """A queued run of an agent of ``tenant``; returns the agent's key and the run's id."""
+    system = Actor.system(tenant)
+    agent = tenant_services.agent_create(actor=system, key=f"{prefix}-run-agent", name="Agent")
+    run = services.run_create(
+        actor=system, agent=agent, session_key=f"{prefix}-chat", message=f"{prefix} task"
+    )
+    return {"key": agent.key, "pk": str(run.pk)}
+
+
+def _agent_kwargs(tenant: Tenant) -> dict[str, str]:
+    return {"key": make_run(tenant)["key"]}
+
+
+def _run_kwargs(tenant: Tenant) -> dict[str, str]:
+    return {"pk": make_run(tenant)["pk"]}
+
+
+CASES: dict[str, Case] = {
+    "agent-run-create": Case(
+        make=_agent_kwargs, writes=[("post", {"session_key": "b-chat", "message": "hijack", "wait": False})]
+    ),
+    "run-list": Case(make=make_run, collection=True),
+    "run-detail": Case(make=_run_kwargs),
+    "run-cancel": Case(make=_run_kwargs, writes=[("post", None)]),
+}

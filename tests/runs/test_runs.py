@@ -1,0 +1,231 @@
+"""Runs of the built-in runner against a scripted OpenAI-compatible server: tool calls through the
+pipeline, the final-iteration rule, refusals read by the model, failures, cancellation and bad input."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from apps.audit.models import ToolCall
+from apps.context_files import services as context_services
+from apps.runs.models import Run
+from apps.runs.runner import FINAL_ITERATION
+from apps.runtime.workspace import workspace_for
+from apps.sessions.models import SessionMessage
+from apps.tenants.actors import Actor
+from tests.llm.fake_provider import chat_answer
+
+pytestmark = pytest.mark.django_db
+
+
+def call(name: str, args: dict[str, Any], n: int = 1) -> dict[str, Any]:
+    return {
+        "id": f"call_{name}_{n}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
+
+
+def scripted(*answers: dict[str, Any]):
+    """Answers in order, one per chat request; the requests are kept for inspection."""
+    requests: list[dict[str, Any]] = []
+
+    def chat(request: dict[str, Any]) -> dict[str, Any]:
+        requests.append(request)
+        return answers[min(len(requests), len(answers)) - 1]
+
+    chat.requests = requests  # type: ignore[attr-defined]
+    return chat
+
+
+def start(client, **body: Any):
+    payload = {
+        "session_key": "chat-1",
+        "message": "Write a note and tell me the time.",
+        "user_id": "alice",
+        **body,
+    }
+    return client.post("/api/v1/agents/bot/runs", payload, format="json")
+
+
+def test_a_run_calls_three_tools_through_the_pipeline_and_finishes(member_a, agent, provider, fake, tenant_a):
+    fake.chat = scripted(
+        chat_answer("", tool_calls=[call("datetime", {})]),
+        chat_answer(
+            "Saving.",
+            tool_calls=[
+                call("write_file", {"path": "note.txt", "content": "remember the milk"}),
+                call("read_file", {"path": "note.txt"}, 2),
+            ],
+        ),
+        chat_answer("Done: the note says remember the milk."),
+    )
+
+    response = start(member_a)
+
+    assert response.status_code == 201, response.content
+    run = response.json()
+    assert (run["status"], run["iterations"], run["tool_calls"]) == ("completed", 3, 3)
+    assert run["output"] == "Done: the note says remember the milk."
+    assert (run["input_tokens"], run["output_tokens"], run["model"]) == (33, 21, "fake-chat-2026")
+    # Each call went through the pipeline: recorded, and the file really written in alice's workspace.
+    recorded = ToolCall.objects.for_tenant(tenant_a).order_by("created_at")
+    assert [c.tool for c in recorded] == ["datetime", "write_file", "read_file"]
+    assert all(c.session_key == "chat-1" and c.user_id == "alice" for c in recorded)
+    ws = workspace_for(tenant=tenant_a, agent=agent, user_id="alice")
+    assert (ws / "note.txt").read_text() == "remember the milk"
+    # The model was offered the agent's tools and read the results of its calls.
+    requests = fake.chat.requests
+    assert {t["function"]["name"] for t in requests[0]["tools"]} >= {"datetime", "read_file", "write_file"}
+    last = requests[2]["messages"]
+    assert last[-1]["role"] == "tool"
+    assert "remember the milk" in last[-1]["content"]
+    assert last[-1]["tool_call_id"] == "call_read_file_2"
+    # The transcript is the session's, in order.
+    roles = list(SessionMessage.objects.for_tenant(tenant_a).order_by("seq").values_list("role", "name"))
+    assert roles == [
+        ("user", ""),
+        ("assistant", ""),
+        ("tool", "datetime"),
+        ("assistant", ""),
+        ("tool", "write_file"),
+        ("tool", "read_file"),
+        ("assistant", ""),
+    ]
+    assert member_a.get(f"/api/v1/runs/{run['id']}/").json()["status"] == "completed"
+
+
+def test_the_last_iteration_withdraws_the_tools_and_asks_for_the_answer(
+    member_a, agent, provider, fake, tenant_a
+):
+    fake.chat = scripted(chat_answer("", tool_calls=[call("datetime", {})]))
+
+    run = start(member_a, max_iterations=3).json()
+
+    assert (run["status"], run["iterations"], run["tool_calls"]) == ("completed", 3, 2)
+    final = fake.chat.requests[2]
+    assert "tools" not in final
+    assert final["messages"][-1] == {"role": "user", "content": FINAL_ITERATION}
+    assert "tools" in fake.chat.requests[1]
+
+
+def test_a_refused_call_is_read_by_the_model_and_the_run_goes_on(member_a, agent, provider, fake):
+    fake.chat = scripted(
+        chat_answer("", tool_calls=[call("no_such_tool", {}), call("read_file", {"path": "x"}, 2)]),
+        chat_answer(
+            "",
+            tool_calls=[
+                {"id": "bad", "type": "function", "function": {"name": "datetime", "arguments": "{oops"}}
+            ],
+        ),
+        chat_answer("I could not do it."),
+    )
+    run = start(member_a).json()
+    assert run["status"] == "completed"
+    second = fake.chat.requests[1]["messages"]
+    assert second[-2]["role"] == "tool"
+    assert "no_such_tool" in second[-2]["content"]
+    third = fake.chat.requests[2]["messages"]
+    assert "not JSON" in third[-1]["content"]
+
+
+def test_the_system_prompt_is_the_agents_context_files(member_a, agent, provider, fake, tenant_a):
+    system = Actor.system(tenant_a)
+    context_services.agent_file_save(actor=system, agent=agent, name="SOUL.md", content="You are terse.")
+    context_services.user_file_save(
+        actor=system, agent=agent, user_id="alice", name="USER.md", content="Alice likes tea."
+    )
+    fake.chat = scripted(chat_answer("ok"))
+    start(member_a)
+    prompt = fake.chat.requests[0]["messages"][0]
+    assert prompt["role"] == "system"
+    assert "## SOUL.md\n\nYou are terse." in prompt["content"]
+    assert "## USER.md\n\nAlice likes tea." in prompt["content"]
+
+
+def test_a_pending_bootstrap_leaves_only_write_file(member_a, agent, provider, fake, tenant_a):
+    context_services.agent_file_save(
+        actor=Actor.system(tenant_a), agent=agent, name="BOOTSTRAP.md", content="Ask the user's name."
+    )
+    fake.chat = scripted(chat_answer("Hello! What is your name?"))
+    start(member_a)
+    request = fake.chat.requests[0]
+    assert [t["function"]["name"] for t in request["tools"]] == ["write_file"]
+    assert "## BOOTSTRAP.md\n\nAsk the user's name." in request["messages"][0]["content"]
+
+
+def test_without_a_provider_the_run_fails_and_says_why(member_a, agent):
+    run = start(member_a).json()
+    assert run["status"] == "failed"
+    assert "no provider" in run["error"]
+    assert "Providers" in run["error"]
+
+
+def test_a_provider_error_fails_the_run_without_the_key(member_a, agent, provider, fake):
+    from tests.llm.fake_provider import KEY
+
+    def broken(request: dict[str, Any]) -> dict[str, Any]:
+        return {"choices": []}
+
+    fake.chat = broken
+    run = start(member_a).json()
+    assert run["status"] == "failed"
+    assert "no choices" in run["error"]
+    assert KEY not in json.dumps(run)
+
+
+def test_a_queued_run_is_cancelled_and_a_finished_one_cannot_be(member_a, agent, provider, fake, tenant_a):
+    queued = start(member_a, wait=False)
+    assert queued.status_code == 202
+    run_id = queued.json()["id"]
+    assert queued.json()["status"] == "queued"
+    cancelled = member_a.post(f"/api/v1/runs/{run_id}/cancel")
+    assert cancelled.json()["status"] == "cancelled"
+    again = member_a.post(f"/api/v1/runs/{run_id}/cancel")
+    assert again.status_code == 409
+    # The cancelled run never reaches the model, even if a worker picks it up later.
+    from apps.runs import runner
+
+    runner.execute(run_id, tenant_a.pk)
+    assert fake.hits == []
+    assert Run.objects.for_tenant(tenant_a).get(pk=run_id).status == "cancelled"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"message": ""}, "message"),
+        ({"message": "x" * 100_001}, "message"),
+        ({"max_iterations": 0}, "max_iterations"),
+        ({"max_iterations": 51}, "max_iterations"),
+        ({"session_key": ""}, "session_key"),
+        ({"wait": "later"}, "wait"),
+    ],
+)
+def test_bad_runs_are_400_by_field_with_nothing_started(
+    member_a, agent, provider, fake, tenant_a, body, field
+):
+    response = start(member_a, **body)
+    assert response.status_code == 400, response.content
+    assert field in response.json()["error"]["details"]
+    assert not Run.objects.for_tenant(tenant_a).exists()
+    assert fake.hits == []
+
+
+def test_a_session_of_another_user_is_refused(member_a, agent, provider, fake):
+    fake.chat = scripted(chat_answer("hi"))
+    assert start(member_a).status_code == 201
+    response = start(member_a, user_id="bob")
+    assert response.status_code == 400
+    assert "another user" in response.json()["error"]["message"]
+
+
+def test_runs_are_listed_by_agent_and_status(member_a, agent, provider, fake):
+    fake.chat = scripted(chat_answer("hi"))
+    run_id = start(member_a).json()["id"]
+    assert [r["id"] for r in member_a.get("/api/v1/agents/bot/runs").json()] == [run_id]
+    assert [r["id"] for r in member_a.get("/api/v1/runs/?status=completed").json()["results"]] == [run_id]
+    assert member_a.get("/api/v1/runs/?status=failed").json()["results"] == []
+    assert member_a.get("/api/v1/runs/not-a-uuid/").status_code == 404
