@@ -310,3 +310,13 @@ def test_publish_refuses_what_is_not_a_skill(member_a, tenant_a, agent, workspac
         "skills/big/data.md is a file"
     )
     assert not Skill.objects.for_tenant(tenant_a).exists()
+
+
+def test_publish_refuses_hardlinks(member_a, tenant_a, agent, workspace):
+    write(member_a, "skills/linked/SKILL.md", skill_md("linked", "Has a hardlink."))
+    write(member_a, "elsewhere.md", "shared text")
+    os.link(workspace / "elsewhere.md", workspace / "skills" / "linked" / "copy.md")
+    body = call(member_a, "publish_skill", {"path": "skills/linked"})
+    assert body["is_error"] is True
+    assert body["for_llm"].startswith("access denied: hardlinked file (link count 2)")
+    assert not Skill.objects.for_tenant(tenant_a).exists()
