@@ -290,17 +290,22 @@ _SPECS: list[ToolSpec] = [
     ToolSpec(
         "spawn",
         "sessions",
-        "Spawn a subagent for a task (asynchronously) or run one to completion.",
+        "Subagents (copies of this agent for one task): spawn (in the background; the result is announced "
+        "to this session), run (wait for the result), list, cancel (an id, all or last), steer (cancel and "
+        "respawn with a new message).",
         _schema(
             {
-                "task": _s("What the subagent should do."),
-                "agent": _s("Agent key to run (default: a copy of this agent)."),
-                "mode": _s("spawn (async) or run (sync).", enum=["spawn", "run"]),
+                "action": _s(
+                    "spawn (default), run, list, cancel or steer.",
+                    enum=["spawn", "run", "list", "cancel", "steer"],
+                ),
+                "task": _s("spawn/run: what the subagent should do.", maxLength=20000),
+                "label": _s("spawn/run: a short name for it.", maxLength=200),
+                "id": _s("cancel/steer: the subagent's id, or all / last (cancel).", maxLength=64),
+                "message": _s("steer: the new instructions.", maxLength=20000),
             },
-            ("task",),
         ),
         "async",
-        unavailable_reason=LATER,
     ),
     ToolSpec(
         "session_status",
@@ -383,9 +388,8 @@ _SPECS: list[ToolSpec] = [
                     "forum topic is <chat>:topic:<thread>, e.g. -100123:topic:45.",
                     maxLength=100,
                 ),
-                "text": _s(
-                    "The message (at most 4096 characters; send longer text in parts).", maxLength=4096
-                ),
+                # The limit is checked by the tool, whose refusal names it (a schema error would not).
+                "text": _s("The message (at most 4096 characters; send longer text in parts)."),
                 "reply_to": _s("The id of the message to answer (Telegram: its message_id).", maxLength=100),
                 "silent": _b("Send without a notification."),
             },
