@@ -79,7 +79,8 @@ def skill_search(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     if not found:
         return ToolResult.ok(
             f"No skill matches {query!r} ({len(visible)} skill{'s' if len(visible) != 1 else ''} available). "
-            "Try other words: what the task is about, or a tool or format it involves.",
+            "Try other words: what the task is about, or a tool or format it involves. If no skill fits, "
+            "you can write one: a directory with a SKILL.md, registered with publish_skill.",
             skills=[],
             total=len(visible),
         )

@@ -98,6 +98,7 @@ def test_a_query_nothing_matches_says_so(member_a, corpus):
     body = call(member_a, "skill_search", {"query": "bake bread"})
     assert body["is_error"] is False
     assert body["for_llm"].startswith("No skill matches 'bake bread' (4 skills available). Try other words")
+    assert body["for_llm"].endswith("a directory with a SKILL.md, registered with publish_skill.")
 
 
 def test_bad_search_arguments_are_errors(member_a, corpus):
