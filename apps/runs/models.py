@@ -47,6 +47,10 @@ class Run(TenantScoped):
     )
     depth = models.PositiveSmallIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
+    label = models.CharField(max_length=200, blank=True, default="")  # a subagent's short name
+    # A subagent's result has been announced to its parent's session (or returned directly: run mode).
+    announced = models.BooleanField(default=False)
+    archived_at = models.DateTimeField(null=True, blank=True)  # a finished subagent, hidden from list
     # Who started it: tool calls run as this actor (its role, checked again when the run starts).
     started_by_kind = models.CharField(max_length=10, blank=True, default="")
     started_by_id = models.CharField(max_length=64, blank=True, default="")

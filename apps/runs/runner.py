@@ -146,6 +146,9 @@ def _finish(run: Run, status: str, *, output: str = "", error: str = "") -> None
             ]
         )
         services.publish(run, "run.finished")
+        from apps.runs import subagents
+
+        subagents.finished(run)
 
 
 def _claim(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> Run | None:

@@ -7,3 +7,15 @@ from apps.runs import runner
 
 def execute_run(tenant_id: str, run_id: str) -> None:
     runner.execute(run_id, tenant_id)
+
+
+def announce(tenant_id: str, parent_session_id: str) -> None:
+    from apps.runs import subagents
+
+    subagents.announce(tenant_id, parent_session_id)
+
+
+def archive_subagents() -> int:
+    from apps.runs import subagents
+
+    return subagents.archive()
