@@ -28,6 +28,7 @@ Source = Literal["default", "tenant", "agent"]
 LABELS: dict[str, str] = {
     "sandbox": "Sandbox",
     "tools": "Per-tool settings",
+    "runner": "Runner of dispatched turns",
 }
 assert set(LABELS) == set(DEFAULTS), "every runtime key needs a label"
 
@@ -98,6 +99,10 @@ def describe(key: str, value: Any) -> str:
         return f"mode: {value.get('mode', 'off')}" + (f" · {_compact(extra)}" if extra else "")
     if key == "tools" and isinstance(value, dict):
         return _compact(value) if value else "none"
+    if key == "runner" and isinstance(value, str):
+        return {"external": "an external runner (team topic)", "builtin": "Toolgate's built-in runner"}.get(
+            value, value
+        )
     return _compact(value)
 
 

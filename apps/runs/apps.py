@@ -8,4 +8,8 @@ class RunsConfig(AppConfig):
 
     def ready(self) -> None:
         # Importing the module registers the spawn tool (apps/runtime/registry.py).
-        from apps.runs import subagents  # noqa: F401
+        from apps.runs import subagents, teamwork  # noqa: F401
+        from apps.teams import hooks
+
+        hooks.on_dispatch(teamwork.on_dispatch)
+        hooks.on_cancel_runs(teamwork.on_cancel_runs)

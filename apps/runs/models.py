@@ -48,6 +48,8 @@ class Run(TenantScoped):
     depth = models.PositiveSmallIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
     label = models.CharField(max_length=200, blank=True, default="")  # a subagent's short name
+    # The team task a team_task run works on (the board dispatched it to the run's agent).
+    task = models.ForeignKey("teams.Task", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # A subagent's result has been announced to its parent's session (or returned directly: run mode).
     announced = models.BooleanField(default=False)
     archived_at = models.DateTimeField(null=True, blank=True)  # a finished subagent, hidden from list

@@ -19,3 +19,9 @@ def archive_subagents() -> int:
     from apps.runs import subagents
 
     return subagents.archive()
+
+
+def run_team_task(tenant_id: str, task_id: str, message: str, user_id: str) -> None:
+    from apps.runs import teamwork
+
+    teamwork.run_task(tenant_id, task_id, message, user_id)

@@ -22,7 +22,11 @@ from apps.tools.catalog import CATALOG
 DEFAULTS: dict[str, Any] = {
     "sandbox": {"mode": "off"},
     "tools": {},  # per-tool settings, e.g. {"exec": {"timeout": 120}}
+    # Who runs the agent's turns that Toolgate starts (team tasks dispatched to it): an external runner
+    # listening on the team's topic, or Toolgate's built-in runner (apps.runs) with the tenant's provider.
+    "runner": "external",
 }
+RUNNERS = ("external", "builtin")
 
 ORIGINS = ("user", "comm", "app", "skill", "system")
 SECURITY_LEVELS = ("deny", "allowlist", "full")
@@ -93,6 +97,8 @@ def validate(settings: Mapping[str, Any]) -> dict[str, list[str]]:
     if "sandbox" in settings:
         for message in sandbox_config.validate(settings["sandbox"]):
             bad("sandbox", message)
+    if "runner" in settings and settings["runner"] not in RUNNERS:
+        bad("runner", f"Must be one of: {', '.join(RUNNERS)}.")
     if "tools" in settings:
         value = settings["tools"]
         if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):

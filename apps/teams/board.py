@@ -33,7 +33,7 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from apps.realtime import events
-from apps.teams import team_settings
+from apps.teams import hooks, team_settings
 from apps.teams.models import Escalation, Task, TaskAttachment, TaskComment, TaskEvent, Team, TeamMember
 
 if TYPE_CHECKING:
@@ -746,6 +746,7 @@ def comment(
     )
     if owner is not None:
         _publish(team, "run.cancel", {"agent": owner.key, "task": str(task.pk), "reason": reason})
+        hooks.cancel_runs(task, reason)
     data = {
         "id": str(escalation.pk),
         "task": task_data(task),

@@ -40,7 +40,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.teams import board
+from apps.teams import board, hooks
 from apps.teams.board import BoardActor, BoardError
 from apps.teams.models import Task, TaskComment, TaskEvent, Team
 from apps.tenants.models import Agent
@@ -173,12 +173,9 @@ def dispatch(
     attempt = _attempts(task) + 1
     _tasks(team).filter(pk=task.pk).update(metadata={**task.metadata, "dispatch_count": attempt})
     task = board.get_task(team, task.pk)
-    board.record_event(
-        task,
-        TaskEvent.Type.DISPATCHED,
-        actor,
-        live={"dispatch": _payload(team, task, attempt=attempt, reason=reason, feedback=feedback)},
-    )
+    payload = _payload(team, task, attempt=attempt, reason=reason, feedback=feedback)
+    board.record_event(task, TaskEvent.Type.DISPATCHED, actor, live={"dispatch": payload})
+    hooks.dispatched(task, payload)
     return task
 
 
