@@ -8,7 +8,7 @@ class RunsConfig(AppConfig):
 
     def ready(self) -> None:
         # Importing the module registers the spawn tool (apps/runtime/registry.py).
-        from apps.runs import subagents, teamwork  # noqa: F401
+        from apps.runs import cron_tool, subagents, teamwork  # noqa: F401
         from apps.teams import hooks
 
         hooks.on_dispatch(teamwork.on_dispatch)

@@ -72,3 +72,48 @@ class Run(TenantScoped):
     @property
     def finished(self) -> bool:
         return self.status in (self.Status.COMPLETED, self.Status.FAILED, self.Status.CANCELLED)
+
+
+class CronJob(TenantScoped):
+    """A scheduled job of an agent: at each time of ``schedule`` (a cron expression, or ``every <n>m``
+    / ``every <n>h``), it starts a run of the agent with ``message`` as its input, in the session
+    ``cron:<job id>``. Its django-q2 schedule (``q_schedule_id``) is kept in step by
+    ``apps.runs.cron``."""
+
+    agent = models.ForeignKey("tenants.Agent", on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=100)
+    schedule = models.CharField(max_length=100)
+    message = models.TextField()
+    user_id = models.CharField(max_length=200, blank=True, default="")
+    enabled = models.BooleanField(default=True)
+    q_schedule_id = models.IntegerField(null=True, blank=True)
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_fired_at = models.DateTimeField(null=True, blank=True)
+    fire_count = models.PositiveIntegerField(default=0)
+    created_by = models.CharField(max_length=300, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "agent", "name"], name="cron_job_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"cron {self.name} of {self.agent_id}"
+
+
+class CronFiring(TenantScoped):
+    """One time a job fired: the run it started, or why it did not."""
+
+    class Status(models.TextChoices):
+        STARTED = "started"
+        SKIPPED = "skipped"  # the previous run of the job was still at work
+        FAILED = "failed"
+
+    job = models.ForeignKey(CronJob, on_delete=models.CASCADE, related_name="firings")
+    status = models.CharField(max_length=10, choices=Status.choices)
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    manual = models.BooleanField(default=False)  # run now, not the schedule
+    detail = models.CharField(max_length=500, blank=True, default="")
+
+    class Meta:
+        ordering = ["-created_at"]

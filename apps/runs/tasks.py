@@ -25,3 +25,9 @@ def run_team_task(tenant_id: str, task_id: str, message: str, user_id: str) -> N
     from apps.runs import teamwork
 
     teamwork.run_task(tenant_id, task_id, message, user_id)
+
+
+def fire_cron(tenant_id: str, job_id: str) -> None:
+    from apps.runs import cron
+
+    cron.fire(tenant_id, job_id)

@@ -352,21 +352,25 @@ _SPECS: list[ToolSpec] = [
     ToolSpec(
         "cron",
         "automation",
-        "Manage scheduled tasks: create, list, update, delete, enable, disable, run, history.",
+        "Manage this agent's scheduled jobs: create, list, update, delete, enable, disable, run (now), "
+        "history. A job starts a run of this agent with its message at each time of its schedule.",
         _schema(
             {
                 "action": _s(
                     "What to do.",
                     enum=["create", "list", "update", "delete", "enable", "disable", "run", "history"],
                 ),
-                "id": _s("Job id (for actions on one job)."),
-                "schedule": _s("Cron expression or interval."),
-                "message": _s("What the job does when it runs."),
+                "id": _s("The job's id (or name) for actions on one job.", maxLength=100),
+                "name": _s("create/update: a short name.", maxLength=100),
+                "schedule": _s(
+                    "create/update: a cron expression (e.g. 0 9 * * 1-5, UTC) or every <n>m / every <n>h.",
+                    maxLength=100,
+                ),
+                "message": _s("create/update: what the agent should do when the job fires.", maxLength=20000),
             },
             ("action",),
         ),
         "mutating",
-        unavailable_reason=LATER,
     ),
     ToolSpec(
         "datetime",

@@ -1,0 +1,254 @@
+"""Scheduled jobs of agents (the ``cron`` tool and ``/api/v1/cron/``) on django-q2 schedules.
+
+A job's ``schedule`` is a five-field cron expression (``*/15 9-17 * * 1-5``, checked with croniter) or an
+interval, ``every <n>m`` / ``every <n>h`` (at least ``MIN_INTERVAL_MINUTES``). Each job owns one
+django-q2 ``Schedule`` named ``cron:<job id>`` whose arguments name the tenant and the job explicitly;
+disabling a job removes its schedule, enabling it creates a new one. When it fires (:func:`fire`), a run
+of the agent starts with the job's message in the session ``cron:<job id>``, unless the previous run of
+the job is still at work (the firing is then recorded as skipped). Every change is audited and
+published on the ``runs`` topic.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django_q.models import Schedule
+from django_q.tasks import async_task
+
+from apps.audit.services import record
+from apps.realtime import events
+from apps.runs import runner, services
+from apps.runs.models import CronFiring, CronJob, Run
+from apps.tenants.actors import Actor
+from apps.tenants.errors import ErrorCode, ServiceError
+from apps.tenants.models import Agent
+
+MIN_INTERVAL_MINUTES = 1
+MAX_JOBS_PER_AGENT = 50
+MAX_MESSAGE_CHARS = 20_000
+MAX_NAME_CHARS = 100
+FUNC = "apps.runs.tasks.fire_cron"
+_INTERVAL = re.compile(r"^every\s+(\d{1,5})\s*(m|min|minutes?|h|hours?)$", re.IGNORECASE)
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+def _invalid(field: str, message: str) -> ServiceError:
+    return ServiceError(ErrorCode.INVALID, f"{field}: {message}", details={field: [message]})
+
+
+def parse_schedule(value: Any) -> dict[str, Any]:
+    """The django-q2 schedule fields of ``value``; ServiceError on ``schedule`` otherwise."""
+    if not isinstance(value, str) or not value.strip():
+        raise _invalid(
+            "schedule", "is required: a cron expression (e.g. 0 9 * * 1-5) or every <n>m / every <n>h."
+        )
+    text = " ".join(value.split())
+    interval = _INTERVAL.match(text)
+    if interval:
+        minutes = int(interval.group(1)) * (60 if interval.group(2).lower().startswith("h") else 1)
+        if not MIN_INTERVAL_MINUTES <= minutes <= 60 * 24 * 31:
+            raise _invalid("schedule", f"an interval from {MIN_INTERVAL_MINUTES} minute to 31 days.")
+        return {"schedule_type": Schedule.MINUTES, "minutes": minutes, "cron": None}
+    from croniter import croniter
+
+    if len(text.split()) != 5 or not croniter.is_valid(text):
+        raise _invalid(
+            "schedule", f"{text[:100]!r} is neither a five-field cron expression nor every <n>m / every <n>h."
+        )
+    return {"schedule_type": Schedule.CRON, "cron": text, "minutes": None}
+
+
+def _text(field: str, value: Any, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _invalid(field, "is required.")
+    if len(value) > limit or "\x00" in value:
+        raise _invalid(field, f"at most {limit} characters, without NUL.")
+    return value
+
+
+def job_data(job: CronJob) -> dict[str, Any]:
+    return {
+        "id": str(job.pk),
+        "agent": job.agent.key,
+        "name": job.name,
+        "schedule": job.schedule,
+        "enabled": job.enabled,
+        "next_run_at": job.next_run_at.isoformat() if job.next_run_at else None,
+    }
+
+
+def _emit(actor: Actor, verb: str, job: CronJob) -> None:
+    data = job_data(job)
+    record(actor=actor, verb=verb, target_type="cron_job", target_id=str(job.pk), data=data)
+    events.publish(tenant=actor.tenant, topic=services.TOPIC, type=verb, data=data)
+
+
+def _sync_schedule(job: CronJob) -> None:
+    """Create, update or remove the job's django-q2 schedule to match it."""
+    existing = Schedule.objects.filter(pk=job.q_schedule_id).first() if job.q_schedule_id else None
+    if not job.enabled:
+        if existing is not None:
+            existing.delete()
+        job.q_schedule_id, job.next_run_at = None, None
+        return
+    fields = parse_schedule(job.schedule)
+    if existing is None:
+        existing = Schedule(name=f"cron:{job.pk}", func=FUNC, repeats=-1)
+    existing.args = repr((str(job.tenant_id), str(job.pk)))
+    existing.schedule_type = fields["schedule_type"]
+    existing.cron = fields["cron"]
+    existing.minutes = fields["minutes"]
+    existing.next_run = None
+    existing.next_run = existing.calculate_next_run(timezone.now())
+    existing.save()
+    job.q_schedule_id, job.next_run_at = existing.pk, existing.next_run
+
+
+@transaction.atomic
+def job_create(
+    *,
+    actor: Actor,
+    agent: Agent,
+    name: str,
+    schedule: str,
+    message: str,
+    user_id: str = "",
+    enabled: bool = True,
+) -> CronJob:
+    _text("name", name, MAX_NAME_CHARS)
+    parse_schedule(schedule)
+    _text("message", message, MAX_MESSAGE_CHARS)
+    if len(user_id) > 200 or "\x00" in user_id:
+        raise _invalid("user_id", "at most 200 characters.")
+    jobs = CronJob.objects.for_tenant(actor.tenant).filter(agent=agent)
+    if jobs.count() >= MAX_JOBS_PER_AGENT:
+        raise ServiceError(
+            ErrorCode.CONFLICT, f"the agent has {MAX_JOBS_PER_AGENT} jobs, the most it may have.", status=409
+        )
+    if jobs.filter(name=name).exists():
+        raise ServiceError(ErrorCode.CONFLICT, f"the agent already has a job named {name!r}.", status=409)
+    job = CronJob.objects.create(
+        tenant=actor.tenant,
+        agent=agent,
+        name=name,
+        schedule=" ".join(schedule.split()),
+        message=message,
+        user_id=user_id,
+        enabled=enabled,
+        created_by=actor.label[:300],
+    )
+    _sync_schedule(job)
+    job.save(update_fields=["q_schedule_id", "next_run_at", "updated_at"])
+    _emit(actor, "cron.created", job)
+    return job
+
+
+@transaction.atomic
+def job_update(
+    *,
+    actor: Actor,
+    job: CronJob,
+    name: str | None = None,
+    schedule: str | None = None,
+    message: str | None = None,
+    enabled: bool | None = None,
+) -> CronJob:
+    job = CronJob.objects.for_tenant(actor.tenant).select_for_update().select_related("agent").get(pk=job.pk)
+    if name is not None:
+        _text("name", name, MAX_NAME_CHARS)
+        if (
+            CronJob.objects.for_tenant(actor.tenant)
+            .filter(agent=job.agent, name=name)
+            .exclude(pk=job.pk)
+            .exists()
+        ):
+            raise ServiceError(ErrorCode.CONFLICT, f"the agent already has a job named {name!r}.", status=409)
+        job.name = name
+    if schedule is not None:
+        parse_schedule(schedule)
+        job.schedule = " ".join(schedule.split())
+    if message is not None:
+        job.message = _text("message", message, MAX_MESSAGE_CHARS)
+    if enabled is not None:
+        if not isinstance(enabled, bool):
+            raise _invalid("enabled", "true or false.")
+        job.enabled = enabled
+    _sync_schedule(job)
+    job.save()
+    _emit(actor, "cron.updated", job)
+    return job
+
+
+@transaction.atomic
+def job_delete(*, actor: Actor, job: CronJob) -> None:
+    if job.q_schedule_id:
+        Schedule.objects.filter(pk=job.q_schedule_id).delete()
+    data_job = job
+    _emit(actor, "cron.deleted", data_job)
+    job.delete()
+
+
+def fire(
+    tenant_id: str, job_id: str, *, manual: bool = False, actor: Actor | None = None
+) -> CronFiring | None:
+    """The job's time has come (or someone ran it now): start its run, recorded as a firing."""
+    job = (
+        CronJob.objects.dangerously_all_tenants()
+        .select_related("tenant", "agent")
+        .filter(pk=job_id, tenant_id=tenant_id)
+        .first()
+    )
+    if job is None or (not job.enabled and not manual):
+        return None
+    tenant = job.tenant
+    session_key = f"cron:{job.pk}"
+    with transaction.atomic():
+        CronJob.objects.for_tenant(tenant).filter(pk=job.pk).update(
+            last_fired_at=timezone.now(),
+            fire_count=job.fire_count + 1,
+            next_run_at=Schedule.objects.filter(pk=job.q_schedule_id)
+            .values_list("next_run", flat=True)
+            .first(),
+        )
+        busy = Run.objects.for_tenant(tenant).filter(
+            session__key=session_key, agent=job.agent, status__in=ACTIVE
+        )
+        if busy.exists():
+            firing = CronFiring.objects.create(
+                tenant=tenant,
+                job=job,
+                status=CronFiring.Status.SKIPPED,
+                manual=manual,
+                detail="the previous run of this job is still at work",
+            )
+            return firing
+        try:
+            run = services.run_create(
+                actor=actor or Actor.system(tenant),
+                agent=job.agent,
+                session_key=session_key,
+                message=job.message,
+                user_id=job.user_id,
+                kind=Run.Kind.CRON,
+            )
+        except ServiceError as error:
+            return CronFiring.objects.create(
+                tenant=tenant,
+                job=job,
+                status=CronFiring.Status.FAILED,
+                manual=manual,
+                detail=error.message[:500],
+            )
+        firing = CronFiring.objects.create(
+            tenant=tenant, job=job, status=CronFiring.Status.STARTED, run=run, manual=manual
+        )
+    if manual:  # started by a person or a tool call: a worker runs it
+        tenant_key, run_key = str(run.tenant_id), str(run.pk)
+        transaction.on_commit(lambda: async_task("apps.runs.tasks.execute_run", tenant_key, run_key))
+    else:  # the schedule fired: this is already a worker
+        runner.execute(run.pk, run.tenant_id)
+    return firing
