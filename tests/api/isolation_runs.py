@@ -19,6 +19,18 @@ def make_run(tenant: Tenant, prefix: str = "secret") -> dict[str, str]:
     return {"key": agent.key, "pk": str(run.pk)}
 
 
+def make_cron_job(tenant: Tenant, prefix: str = "secret") -> dict[str, str]:
+    """An agent of ``tenant`` with a scheduled job; returns the job's id."""
+    from apps.runs import cron
+
+    system = Actor.system(tenant)
+    agent = tenant_services.agent_create(actor=system, key=f"{prefix}-cron-agent", name="Agent")
+    job = cron.job_create(
+        actor=system, agent=agent, name=f"{prefix}-job", schedule="every 5m", message=f"{prefix} chores"
+    )
+    return {"pk": str(job.pk)}
+
+
 def _agent_kwargs(tenant: Tenant) -> dict[str, str]:
     return {"key": make_run(tenant)["key"]}
 
@@ -34,4 +46,10 @@ CASES: dict[str, Case] = {
     "run-list": Case(make=make_run, collection=True),
     "run-detail": Case(make=_run_kwargs),
     "run-cancel": Case(make=_run_kwargs, writes=[("post", None)]),
+    "cron-job-list": Case(make=make_cron_job, collection=True),
+    "cron-job-detail": Case(
+        make=make_cron_job, writes=[("patch", {"message": "hijacked", "enabled": False}), ("delete", None)]
+    ),
+    "cron-job-run": Case(make=make_cron_job, writes=[("post", None)]),
+    "cron-job-firings": Case(make=make_cron_job),
 }

@@ -6,12 +6,15 @@ from typing import Any
 
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role
-from tests.api.isolation_runs import make_run
+from tests.api.isolation_runs import make_cron_job, make_run
 
 
 def targets(tenant: Tenant) -> dict[str, str]:
     made = make_run(tenant, "roles")
-    return {"run": made["pk"], "run_agent": made["key"]}
+    return {"run": made["pk"], "run_agent": made["key"], "cron_job": make_cron_job(tenant, "roles")["pk"]}
+
+
+CRON = "/api/v1/cron/{cron_job}/"
 
 
 ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
@@ -26,4 +29,17 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("get", "/api/v1/runs/", None, Role.MEMBER, 200),
     ("get", "/api/v1/runs/{run}/", None, Role.MEMBER, 200),
     ("post", "/api/v1/runs/{run}/cancel", None, Role.MEMBER, 200),
+    ("get", "/api/v1/cron/", None, Role.MEMBER, 200),
+    (
+        "post",
+        "/api/v1/cron/",
+        {"agent": "roles-run-agent", "name": "new", "schedule": "0 * * * *", "message": "x"},
+        Role.ADMIN,
+        201,
+    ),
+    ("get", CRON, None, Role.MEMBER, 200),
+    ("patch", CRON, {"enabled": False}, Role.ADMIN, 200),
+    ("delete", CRON, None, Role.ADMIN, 204),
+    ("post", CRON + "run", None, Role.ADMIN, 202),
+    ("get", CRON + "firings/", None, Role.MEMBER, 200),
 ]

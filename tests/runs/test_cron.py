@@ -138,3 +138,37 @@ def test_an_agent_sees_only_its_own_jobs(member_a, agent, tenant_a):
     assert "no scheduled jobs" in cron(member_a, agent="other", action="list")["for_llm"]
     assert cron(member_a, agent="other", action="delete", id="mine")["is_error"] is True
     assert CronJob.objects.for_tenant(tenant_a).count() == 1
+
+
+def test_the_cron_api_creates_runs_and_lists_firings(admin_a, member_a, agent, tenant_a):
+    bad = admin_a.post(
+        "/api/v1/cron/", {"agent": "bot", "name": "x", "schedule": "sometimes", "message": "m"}, format="json"
+    )
+    assert bad.status_code == 400
+    assert "schedule" in bad.json()["error"]["details"]
+    made = admin_a.post(
+        "/api/v1/cron/",
+        {"agent": "bot", "name": "digest", "schedule": "30 7 * * *", "message": "Digest."},
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    job = made.json()
+    assert (job["schedule"], job["enabled"]) == ("30 7 * * *", True)
+    assert job["next_run_at"] is not None
+    duplicate = admin_a.post(
+        "/api/v1/cron/",
+        {"agent": "bot", "name": "digest", "schedule": "30 7 * * *", "message": "x"},
+        format="json",
+    )
+    assert duplicate.status_code == 409
+    started = admin_a.post(f"/api/v1/cron/{job['id']}/run")
+    assert started.status_code == 202
+    assert started.json()["status"] == "started"
+    assert Run.objects.for_tenant(tenant_a).get().kind == "cron"
+    again = admin_a.post(f"/api/v1/cron/{job['id']}/run")
+    assert again.status_code == 409  # the first run has not finished
+    firings = member_a.get(f"/api/v1/cron/{job['id']}/firings/").json()
+    assert [f["status"] for f in firings] == ["skipped", "started"]
+    off = admin_a.patch(f"/api/v1/cron/{job['id']}/", {"enabled": False}, format="json").json()
+    assert (off["enabled"], off["next_run_at"]) == (False, None)
+    assert [j["name"] for j in member_a.get("/api/v1/cron/?agent=bot").json()["results"]] == ["digest"]

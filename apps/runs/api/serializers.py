@@ -65,3 +65,57 @@ class RunFilterInput(StrictSerializer):
     agent = serializers.CharField(required=False, max_length=255)
     status = serializers.ChoiceField(required=False, choices=Run.Status.choices)
     session = serializers.UUIDField(required=False)
+
+
+class CronJobOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
+    agent = serializers.CharField(source="agent.key")
+
+    class Meta:
+        from apps.runs.models import CronJob
+
+        model = CronJob
+        fields = [
+            "id",
+            "agent",
+            "name",
+            "schedule",
+            "message",
+            "user_id",
+            "enabled",
+            "next_run_at",
+            "last_fired_at",
+            "fire_count",
+            "created_by",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class CronJobCreateInput(StrictSerializer):
+    agent = serializers.CharField(max_length=255)
+    name = serializers.CharField(max_length=100)
+    schedule = serializers.CharField(
+        max_length=100, help_text="a cron expression (UTC) or every <n>m / every <n>h"
+    )
+    message = serializers.CharField(trim_whitespace=False)
+    user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    enabled = serializers.BooleanField(required=False, default=True)
+
+
+class CronJobUpdateInput(StrictSerializer):
+    name = serializers.CharField(max_length=100, required=False)
+    schedule = serializers.CharField(max_length=100, required=False)
+    message = serializers.CharField(trim_whitespace=False, required=False)
+    enabled = serializers.BooleanField(required=False)
+
+
+class CronFiringOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
+    run_status = serializers.CharField(source="run.status", allow_null=True, default=None)
+
+    class Meta:
+        from apps.runs.models import CronFiring
+
+        model = CronFiring
+        fields = ["id", "status", "manual", "detail", "run", "run_status", "created_at"]
+        read_only_fields = fields

@@ -9,4 +9,12 @@ urlpatterns: list[URLPattern] = [
     path("runs/", views.RunViewSet.as_view({"get": "list"}), name="run-list"),
     path("runs/<str:pk>/", views.RunViewSet.as_view({"get": "retrieve"}), name="run-detail"),
     path("runs/<str:pk>/cancel", views.RunViewSet.as_view({"post": "cancel"}), name="run-cancel"),
+    path("cron/", views.CronJobViewSet.as_view({"get": "list", "post": "create"}), name="cron-job-list"),
+    path(
+        "cron/<str:pk>/",
+        views.CronJobViewSet.as_view({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
+        name="cron-job-detail",
+    ),
+    path("cron/<str:pk>/run", views.CronJobViewSet.as_view({"post": "run_now"}), name="cron-job-run"),
+    path("cron/<str:pk>/firings/", views.CronJobViewSet.as_view({"get": "firings"}), name="cron-job-firings"),
 ]

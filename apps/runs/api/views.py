@@ -17,9 +17,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.runs import runner, services
+from apps.runs import cron, runner, services
 from apps.runs.api import serializers as s
-from apps.runs.models import Run
+from apps.runs.models import CronFiring, CronJob, Run
 from apps.tenants.access import access_agent
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.errors import ErrorCode, ServiceError
@@ -130,3 +130,84 @@ class RunViewSet(TenantScopedViewSet):
     def cancel(self, request: Request, pk: str) -> Response:
         run = services.run_cancel(actor=self.actor, run=self.run)
         return Response(s.RunOutput(_run(self.actor, str(run.pk))).data)
+
+
+class CronJobViewSet(TenantScopedViewSet):
+    """Scheduled jobs of the tenant's agents. ``GET|POST cron/`` (filter ``agent``), ``GET|PATCH|DELETE
+    cron/<id>/``, ``POST cron/<id>/run`` (start it now, in the background) and ``GET cron/<id>/firings/``
+    (newest first). Members read; administrators create, change, run and delete."""
+
+    model = CronJob
+    serializer_class = s.CronJobOutput
+    read_role = Role.MEMBER
+    write_role = Role.ADMIN
+    job: CronJob
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if "pk" in kwargs:
+            found = (
+                CronJob.objects.for_tenant(self.actor.tenant)
+                .select_related("agent")
+                .filter(pk=kwargs["pk"])
+                .first()
+                if _uuid(kwargs["pk"])
+                else None
+            )
+            if found is None:
+                raise ServiceError(ErrorCode.NOT_FOUND, "No scheduled job with this id.", status=404)
+            self.job = found
+
+    def scope_queryset(self, queryset: Any) -> Any:
+        if self.action != "list":
+            return queryset.none()
+        queryset = queryset.select_related("agent").order_by("agent__key", "name")
+        agent = self.request.query_params.get("agent")
+        return queryset.filter(agent__key=agent[:255]) if agent else queryset
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(s.CronJobOutput(page, many=True).data)
+
+    @extend_schema(request=s.CronJobCreateInput, responses={201: s.CronJobOutput})
+    def create(self, request: Request) -> Response:
+        data = s.CronJobCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        agent = agent_list(tenant=self.actor.tenant).filter(key=values.pop("agent")).first()
+        if agent is None:
+            message = "no such agent in this tenant."
+            raise ServiceError(ErrorCode.INVALID, f"agent: {message}", details={"agent": [message]})
+        job = cron.job_create(actor=self.actor, agent=agent, **values)
+        return Response(s.CronJobOutput(job).data, status=status.HTTP_201_CREATED)
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(s.CronJobOutput(self.job).data)
+
+    @extend_schema(request=s.CronJobUpdateInput, responses={200: s.CronJobOutput})
+    def partial_update(self, request: Request, pk: str) -> Response:
+        data = s.CronJobUpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        job = cron.job_update(actor=self.actor, job=self.job, **data.validated_data)
+        return Response(s.CronJobOutput(job).data)
+
+    @extend_schema(request=None, responses={204: None})
+    def destroy(self, request: Request, pk: str) -> Response:
+        cron.job_delete(actor=self.actor, job=self.job)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=None, responses={202: s.CronFiringOutput})
+    def run_now(self, request: Request, pk: str) -> Response:
+        firing = cron.fire(str(self.actor.tenant.pk), str(self.job.pk), manual=True, actor=self.actor)
+        if firing is None:
+            raise ServiceError(ErrorCode.NOT_FOUND, "No scheduled job with this id.", status=404)
+        if firing.status != CronFiring.Status.STARTED:
+            raise ServiceError(ErrorCode.CONFLICT, f"the job did not start: {firing.detail}.", status=409)
+        return Response(s.CronFiringOutput(firing).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=None, responses={200: s.CronFiringOutput(many=True)})
+    def firings(self, request: Request, pk: str) -> Response:
+        rows = (
+            CronFiring.objects.for_tenant(self.actor.tenant).filter(job=self.job).select_related("run")[:100]
+        )
+        return Response(s.CronFiringOutput(rows, many=True).data)
