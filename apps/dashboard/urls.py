@@ -10,6 +10,7 @@ from apps.dashboard import (
     urls_memory,
     urls_messaging,
     urls_policy,
+    urls_runs,
     urls_sandbox,
     urls_secure_cli,
     urls_skills,
@@ -53,4 +54,5 @@ urlpatterns = [
     *urls_skills.urlpatterns,
     *urls_llm.urlpatterns,
     *urls_messaging.urlpatterns,
+    *urls_runs.urlpatterns,
 ]
