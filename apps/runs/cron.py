@@ -234,6 +234,7 @@ def fire(
                 message=job.message,
                 user_id=job.user_id,
                 kind=Run.Kind.CRON,
+                runner=services.runner_for(job.agent),
             )
         except ServiceError as error:
             return CronFiring.objects.create(
@@ -246,6 +247,8 @@ def fire(
         firing = CronFiring.objects.create(
             tenant=tenant, job=job, status=CronFiring.Status.STARTED, run=run, manual=manual
         )
+    if run.runner != Run.Runner.BUILTIN:  # the agent's external runner claims it from the runs topic
+        return firing
     if manual:  # started by a person or a tool call: a worker runs it
         tenant_key, run_key = str(run.tenant_id), str(run.pk)
         transaction.on_commit(lambda: async_task("apps.runs.tasks.execute_run", tenant_key, run_key))

@@ -30,7 +30,13 @@ class Run(TenantScoped):
     agent = models.ForeignKey("tenants.Agent", on_delete=models.CASCADE, related_name="+")
     session = models.ForeignKey("agent_sessions.Session", on_delete=models.CASCADE, related_name="runs")
     user_id = models.CharField(max_length=200, blank=True, default="")
+
+    class Runner(models.TextChoices):
+        BUILTIN = "builtin"  # Toolgate's runner (apps.runs.runner) on a django-q2 worker or in the request
+        EXTERNAL = "external"  # an agent loop elsewhere claims it (the runs topic) and reports its end
+
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CHAT)
+    runner = models.CharField(max_length=10, choices=Runner.choices, default=Runner.BUILTIN)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     input = models.TextField(blank=True, default="")
     output = models.TextField(blank=True, default="")

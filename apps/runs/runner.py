@@ -161,7 +161,7 @@ def _claim(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> Run | None:
             .filter(pk=run_id, tenant_id=tenant_id)
             .first()
         )
-        if run is None or run.status != Run.Status.QUEUED:
+        if run is None or run.status != Run.Status.QUEUED or run.runner != Run.Runner.BUILTIN:
             return None
         run.status = Run.Status.RUNNING
         run.started_at = timezone.now()

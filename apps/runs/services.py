@@ -19,6 +19,7 @@ from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent, ApiKey, Membership
 
 TOPIC = "runs"
+LIVE_INPUT_CHARS = 20_000
 
 
 def _invalid(field: str, message: str) -> ServiceError:
@@ -31,7 +32,10 @@ def run_data(run: Run) -> dict[str, Any]:
         "agent": run.agent.key,
         "session": str(run.session_id),
         "kind": run.kind,
+        "runner": run.runner,
         "status": run.status,
+        "session_key": run.session.key,
+        "user_id": run.user_id,
         "iterations": run.iterations,
         "tool_calls": run.tool_calls,
         "input_tokens": run.input_tokens,
@@ -56,10 +60,13 @@ def run_create(
     provider: str = "",
     max_iterations: int | None = None,
     parent: Run | None = None,
+    runner: str = Run.Runner.BUILTIN,
 ) -> Run:
     """A queued run of ``agent`` in its session ``session_key`` (opened when new) answering ``message``."""
     if not isinstance(message, str) or not message.strip():
         raise _invalid("message", "is required: what the agent should answer or do.")
+    if runner not in Run.Runner.values:
+        raise _invalid("runner", f"one of {', '.join(Run.Runner.values)}.")
     if len(message) > MAX_INPUT_CHARS or "\x00" in message:
         raise _invalid("message", f"at most {MAX_INPUT_CHARS} characters, without NUL.")
     if max_iterations is not None and (
@@ -85,6 +92,7 @@ def run_create(
         session=session,
         user_id=user_id,
         kind=kind,
+        runner=runner,
         input=message,
         provider=provider,
         max_iterations=max_iterations
@@ -97,8 +105,103 @@ def run_create(
     )
     data = run_data(run)
     record(actor=actor, verb="run.created", target_type="run", target_id=str(run.pk), data=data)
-    publish(run, "run.created")
+    # An external runner takes the run from this event: it carries the input (bounded; GET has it all).
+    publish(run, "run.created", input=run.input[:LIVE_INPUT_CHARS], max_iterations=run.max_iterations)
     return run
+
+
+def runner_for(agent: Agent) -> str:
+    """Who runs the turns Toolgate starts for ``agent`` (subagents, scheduled jobs): its runtime setting."""
+    from apps.runtime import config
+
+    settings = config.effective(agent.tenant.settings or {}, agent.settings or {})
+    return str(settings.get("runner") or Run.Runner.EXTERNAL)
+
+
+def _external(run: Run, status: str) -> Run:
+    if run.runner != Run.Runner.EXTERNAL:
+        raise ServiceError(
+            ErrorCode.CONFLICT, "the built-in runner runs this run; it cannot be claimed.", status=409
+        )
+    if run.status != status:
+        raise ServiceError(ErrorCode.CONFLICT, f"the run is {run.status}, not {status}.", status=409)
+    return run
+
+
+@transaction.atomic
+def run_claim(*, actor: Actor, run: Run) -> Run:
+    """An external runner takes a queued run: it is now running (once: a second claim is 409)."""
+    locked = _external(
+        Run.objects.for_tenant(actor.tenant)
+        .select_for_update()
+        .select_related("agent", "session")
+        .get(pk=run.pk),
+        Run.Status.QUEUED,
+    )
+    locked.status = Run.Status.RUNNING
+    locked.started_at = timezone.now()
+    locked.save(update_fields=["status", "started_at", "updated_at"])
+    record(
+        actor=actor, verb="run.claimed", target_type="run", target_id=str(locked.pk), data=run_data(locked)
+    )
+    publish(locked, "run.started")
+    return locked
+
+
+@transaction.atomic
+def run_finish(
+    *,
+    actor: Actor,
+    run: Run,
+    status: str,
+    output: str = "",
+    error: str = "",
+    iterations: int = 0,
+    tool_calls: int = 0,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    model: str = "",
+) -> Run:
+    """An external runner reports the end of the run it claimed."""
+    locked = _external(
+        Run.objects.for_tenant(actor.tenant)
+        .select_for_update()
+        .select_related("agent", "session")
+        .get(pk=run.pk),
+        Run.Status.RUNNING,
+    )
+    ends = (Run.Status.COMPLETED, Run.Status.FAILED, Run.Status.CANCELLED)
+    if status not in ends:
+        raise _invalid("status", f"one of {', '.join(ends)}.")
+    for field, text in (("output", output), ("error", error)):
+        if not isinstance(text, str) or len(text) > MAX_INPUT_CHARS or "\x00" in text:
+            raise _invalid(field, f"at most {MAX_INPUT_CHARS} characters, without NUL.")
+    for field, value in (
+        ("iterations", iterations),
+        ("tool_calls", tool_calls),
+        ("input_tokens", input_tokens),
+        ("output_tokens", output_tokens),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10_000_000:
+            raise _invalid(field, "a whole number from 0 to 10000000.")
+    if not isinstance(model, str) or len(model) > 200:
+        raise _invalid("model", "at most 200 characters.")
+    if iterations > MAX_ITERATIONS:
+        raise _invalid("iterations", f"at most {MAX_ITERATIONS}.")
+    locked.status = status
+    locked.output, locked.error, locked.model = output, error, model
+    locked.iterations, locked.tool_calls = iterations, tool_calls
+    locked.input_tokens, locked.output_tokens = input_tokens, output_tokens
+    locked.finished_at = timezone.now()
+    locked.save()
+    record(
+        actor=actor, verb="run.finished", target_type="run", target_id=str(locked.pk), data=run_data(locked)
+    )
+    publish(locked, "run.finished")
+    from apps.runs import subagents
+
+    subagents.finished(locked)
+    return locked
 
 
 @transaction.atomic

@@ -114,6 +114,7 @@ def _create(ctx: CallContext, session: Session, task: str, label: str) -> Run:
         provider=ctx.provider,
         max_iterations=SUBAGENT_ITERATIONS,
         parent=parent_run,
+        runner=services.runner_for(ctx.agent),
     )
     run.depth = ctx.subagent_depth + 1
     run.label = label
@@ -122,6 +123,9 @@ def _create(ctx: CallContext, session: Session, task: str, label: str) -> Run:
 
 
 def _queue(run: Run) -> None:
+    """A worker runs it (an external run waits for its runner to claim it)."""
+    if run.runner != Run.Runner.BUILTIN:
+        return
     tenant_id, run_id = str(run.tenant_id), str(run.pk)
     transaction.on_commit(lambda: async_task("apps.runs.tasks.execute_run", tenant_id, run_id))
 
@@ -179,6 +183,13 @@ def spawn(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
             status=run.status,
         )
     Run.objects.for_tenant(ctx.tenant).filter(pk=run.pk).update(announced=True)
+    if run.runner != Run.Runner.BUILTIN:
+        return ToolResult.ok(
+            f"Subagent {run.pk} is queued for this agent's external runner, which runs it; spawn list shows "
+            "its progress.",
+            id=str(run.pk),
+            status=run.status,
+        )
     runner.execute(run.pk, run.tenant_id)
     run.refresh_from_db()
     if run.status != Run.Status.COMPLETED:

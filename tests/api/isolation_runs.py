@@ -9,12 +9,12 @@ from apps.tenants.models import Tenant
 from tests.api.isolation_support import Case
 
 
-def make_run(tenant: Tenant, prefix: str = "secret") -> dict[str, str]:
+def make_run(tenant: Tenant, prefix: str = "secret", runner: str = "builtin") -> dict[str, str]:
     """A queued run of an agent of ``tenant``; returns the agent's key and the run's id."""
     system = Actor.system(tenant)
     agent = tenant_services.agent_create(actor=system, key=f"{prefix}-run-agent", name="Agent")
     run = services.run_create(
-        actor=system, agent=agent, session_key=f"{prefix}-chat", message=f"{prefix} task"
+        actor=system, agent=agent, session_key=f"{prefix}-chat", message=f"{prefix} task", runner=runner
     )
     return {"key": agent.key, "pk": str(run.pk)}
 
@@ -35,6 +35,10 @@ def _agent_kwargs(tenant: Tenant) -> dict[str, str]:
     return {"key": make_run(tenant)["key"]}
 
 
+def _external_run(tenant: Tenant) -> dict[str, str]:
+    return {"pk": make_run(tenant, runner="external")["pk"]}
+
+
 def _run_kwargs(tenant: Tenant) -> dict[str, str]:
     return {"pk": make_run(tenant)["pk"]}
 
@@ -46,6 +50,8 @@ CASES: dict[str, Case] = {
     "run-list": Case(make=make_run, collection=True),
     "run-detail": Case(make=_run_kwargs),
     "run-cancel": Case(make=_run_kwargs, writes=[("post", None)]),
+    "run-claim": Case(make=_external_run, writes=[("post", None)]),
+    "run-finish": Case(make=_external_run, writes=[("post", {"status": "completed", "output": "hijacked"})]),
     "cron-job-list": Case(make=make_cron_job, collection=True),
     "cron-job-detail": Case(
         make=make_cron_job, writes=[("patch", {"message": "hijacked", "enabled": False}), ("delete", None)]

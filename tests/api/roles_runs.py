@@ -11,7 +11,13 @@ from tests.api.isolation_runs import make_cron_job, make_run
 
 def targets(tenant: Tenant) -> dict[str, str]:
     made = make_run(tenant, "roles")
-    return {"run": made["pk"], "run_agent": made["key"], "cron_job": make_cron_job(tenant, "roles")["pk"]}
+    external = make_run(tenant, "roles-ext", runner="external")
+    return {
+        "run": made["pk"],
+        "run_agent": made["key"],
+        "external_run": external["pk"],
+        "cron_job": make_cron_job(tenant, "roles")["pk"],
+    }
 
 
 CRON = "/api/v1/cron/{cron_job}/"
@@ -29,6 +35,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("get", "/api/v1/runs/", None, Role.MEMBER, 200),
     ("get", "/api/v1/runs/{run}/", None, Role.MEMBER, 200),
     ("post", "/api/v1/runs/{run}/cancel", None, Role.MEMBER, 200),
+    ("post", "/api/v1/runs/{external_run}/claim", None, Role.MEMBER, 200),
     ("get", "/api/v1/cron/", None, Role.MEMBER, 200),
     (
         "post",

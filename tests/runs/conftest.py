@@ -36,4 +36,7 @@ def provider(fake: FakeProvider, tenant_a: Tenant) -> Any:
 
 @pytest.fixture
 def agent(tenant_a: Tenant) -> Agent:
-    return tenant_services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
+    """Tenant A's agent ``bot``; the tenant's turns (subagents, scheduled jobs) use the built-in runner."""
+    system = Actor.system(tenant_a)
+    tenant_services.tenant_update(actor=system, changes={"settings": {"runner": "builtin"}})
+    return tenant_services.agent_create(actor=system, key="bot", name="Bot")

@@ -229,3 +229,47 @@ def test_runs_are_listed_by_agent_and_status(member_a, agent, provider, fake):
     assert [r["id"] for r in member_a.get("/api/v1/runs/?status=completed").json()["results"]] == [run_id]
     assert member_a.get("/api/v1/runs/?status=failed").json()["results"] == []
     assert member_a.get("/api/v1/runs/not-a-uuid/").status_code == 404
+
+
+# --- external runners -----------------------------------------------------------------------------------
+
+
+def test_an_external_runner_claims_a_run_and_reports_its_end(member_a, agent, tenant_a):
+    refused = start(member_a, runner="external")
+    assert refused.status_code == 400  # an external run is never waited for
+    assert "wait" in refused.json()["error"]["details"]
+    created = start(member_a, runner="external", wait=False)
+    assert created.status_code == 202
+    run = created.json()
+    assert (run["runner"], run["status"]) == ("external", "queued")
+    from apps.runs import runner
+
+    runner.execute(run["id"], tenant_a.pk)  # the built-in runner leaves it alone
+    assert Run.objects.for_tenant(tenant_a).get(pk=run["id"]).status == "queued"
+
+    claimed = member_a.post(f"/api/v1/runs/{run['id']}/claim")
+    assert claimed.json()["status"] == "running"
+    assert member_a.post(f"/api/v1/runs/{run['id']}/claim").status_code == 409
+    bad = member_a.post(f"/api/v1/runs/{run['id']}/finish", {"status": "great"}, format="json")
+    assert bad.status_code == 400
+    finished = member_a.post(
+        f"/api/v1/runs/{run['id']}/finish",
+        {"status": "completed", "output": "All done.", "iterations": 2, "tool_calls": 1, "output_tokens": 9},
+        format="json",
+    ).json()
+    assert (finished["status"], finished["output"], finished["iterations"], finished["output_tokens"]) == (
+        "completed",
+        "All done.",
+        2,
+        9,
+    )
+    assert finished["finished_at"] is not None
+    again = member_a.post(f"/api/v1/runs/{run['id']}/finish", {"status": "failed"}, format="json")
+    assert again.status_code == 409
+
+
+def test_a_builtin_run_cannot_be_claimed(member_a, agent, tenant_a):
+    run_id = start(member_a, wait=False).json()["id"]
+    response = member_a.post(f"/api/v1/runs/{run_id}/claim")
+    assert response.status_code == 409
+    assert "built-in runner" in response.json()["error"]["message"]

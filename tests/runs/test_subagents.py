@@ -168,3 +168,17 @@ def test_finished_subagents_are_archived_after_an_hour(member_a, agent, tenant_a
     listed = spawn(member_a, action="list")["for_llm"]
     assert str(fresh.pk) in listed
     assert str(old.pk) not in listed
+
+
+def test_with_the_external_runner_a_subagent_waits_to_be_claimed(member_a, agent, tenant_a):
+    from apps.tenants import services as tenant_services
+    from apps.tenants.actors import Actor
+
+    tenant_services.tenant_update(actor=Actor.system(tenant_a), changes={"settings": {"runner": "external"}})
+    answer = spawn(member_a, action="run", task="Look it up.")
+    assert answer["is_error"] is False
+    assert "queued for this agent's external runner" in answer["for_llm"]
+    run = children(tenant_a).get()
+    assert (run.runner, run.status) == ("external", "queued")
+    claimed = member_a.post(f"/api/v1/runs/{run.pk}/claim")
+    assert claimed.json()["status"] == "running"

@@ -24,6 +24,7 @@ class RunOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
             "session_key",
             "user_id",
             "kind",
+            "runner",
             "status",
             "input",
             "output",
@@ -59,6 +60,23 @@ class RunCreateInput(StrictSerializer):
         default=True,
         help_text="true: answer when the run ends; false: 202 at once, the run queued",
     )
+    runner = serializers.ChoiceField(
+        choices=Run.Runner.choices,
+        required=False,
+        default=Run.Runner.BUILTIN,
+        help_text="builtin: Toolgate runs it; external: your runner claims it (POST runs/<id>/claim)",
+    )
+
+
+class RunFinishInput(StrictSerializer):
+    status = serializers.CharField(help_text="completed, failed or cancelled")
+    output = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+    error = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+    iterations = WholeNumberField(required=False)
+    tool_calls = WholeNumberField(required=False)
+    input_tokens = WholeNumberField(required=False)
+    output_tokens = WholeNumberField(required=False)
+    model = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
 
 
 class RunFilterInput(StrictSerializer):

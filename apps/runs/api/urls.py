@@ -9,6 +9,8 @@ urlpatterns: list[URLPattern] = [
     path("runs/", views.RunViewSet.as_view({"get": "list"}), name="run-list"),
     path("runs/<str:pk>/", views.RunViewSet.as_view({"get": "retrieve"}), name="run-detail"),
     path("runs/<str:pk>/cancel", views.RunViewSet.as_view({"post": "cancel"}), name="run-cancel"),
+    path("runs/<str:pk>/claim", views.RunViewSet.as_view({"post": "claim"}), name="run-claim"),
+    path("runs/<str:pk>/finish", views.RunViewSet.as_view({"post": "finish"}), name="run-finish"),
     path("cron/", views.CronJobViewSet.as_view({"get": "list", "post": "create"}), name="cron-job-list"),
     path(
         "cron/<str:pk>/",

@@ -73,7 +73,12 @@ class AgentRunsView(TenantViewMixin, APIView):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         wait = values.pop("wait")
+        if wait and values["runner"] == Run.Runner.EXTERNAL:
+            message = "an external run is claimed and run by your runner: start it with wait false."
+            raise ServiceError(ErrorCode.INVALID, f"wait: {message}", details={"wait": [message]})
         run = services.run_create(actor=self.actor, agent=agent, **values)
+        if run.runner == Run.Runner.EXTERNAL:
+            return Response(s.RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
         if wait:
             runner.execute(run.pk, run.tenant_id)
             run = _run(self.actor, str(run.pk))
@@ -125,6 +130,18 @@ class RunViewSet(TenantScopedViewSet):
 
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(s.RunOutput(self.run).data)
+
+    @extend_schema(request=None, responses={200: s.RunOutput})
+    def claim(self, request: Request, pk: str) -> Response:
+        run = services.run_claim(actor=self.actor, run=self.run)
+        return Response(s.RunOutput(_run(self.actor, str(run.pk))).data)
+
+    @extend_schema(request=s.RunFinishInput, responses={200: s.RunOutput})
+    def finish(self, request: Request, pk: str) -> Response:
+        data = s.RunFinishInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        run = services.run_finish(actor=self.actor, run=self.run, **data.validated_data)
+        return Response(s.RunOutput(_run(self.actor, str(run.pk))).data)
 
     @extend_schema(request=None, responses={200: s.RunOutput})
     def cancel(self, request: Request, pk: str) -> Response:
