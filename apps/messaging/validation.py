@@ -200,7 +200,7 @@ def check_channel(
         secret = fields["secret"]
         if not isinstance(secret, str) or len(secret) > MAX_SECRET_CHARS or _has_control(secret):
             bad("secret", f"a string of at most {MAX_SECRET_CHARS} characters.")
-        elif kind == Channel.Kind.TELEGRAM and not TOKEN_RE.match(secret):
+        elif kind == Channel.Kind.TELEGRAM and secret and not TOKEN_RE.match(secret):
             bad("secret", "a Telegram bot token looks like 123456789:AAE… (digits, a colon, then the key).")
     if "extra_headers" in fields:
         bad("extra_headers", headers_error(fields["extra_headers"]))
