@@ -34,6 +34,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("Skills", "dashboard:skills", Role.ADMIN, "skill"),
     Section("Sandbox", "dashboard:sandbox", Role.ADMIN, "sandbox"),
     Section("Providers", "dashboard:providers", Role.ADMIN, "provider"),
+    Section("Channels", "dashboard:channels", Role.ADMIN, "channel"),
     Section("Tool calls", "dashboard:tool_calls", Role.MEMBER, "tool_call"),
     Section("API keys", "dashboard:api_keys", Role.ADMIN, "api_key"),
     Section("Members", "dashboard:members", Role.VIEWER, "member"),

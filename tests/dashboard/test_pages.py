@@ -200,6 +200,7 @@ def test_owner_navigation_marks_the_current_section(owner):
         "Skills",
         "Sandbox",
         "Providers",
+        "Channels",
         "Tool calls",
         "API keys",
         "Members",
