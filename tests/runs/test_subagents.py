@@ -182,3 +182,44 @@ def test_with_the_external_runner_a_subagent_waits_to_be_claimed(member_a, agent
     assert (run.runner, run.status) == ("external", "queued")
     claimed = member_a.post(f"/api/v1/runs/{run.pk}/claim")
     assert claimed.json()["status"] == "running"
+
+
+def test_a_parent_run_that_spawned_gets_a_follow_up_run_with_the_results(
+    member_a, agent, provider, fake, tenant_a
+):
+    import json as jsonlib
+
+    def chat(request: dict[str, Any]) -> dict[str, Any]:
+        last = request["messages"][-1]
+        if last["role"] == "user" and last["content"] == "Plan the trip.":
+            spawn_call = {"task": "find flights", "label": "flights"}
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "spawn", "arguments": jsonlib.dumps(spawn_call)},
+            }
+            return chat_answer("", tool_calls=[call])
+        if last["role"] == "tool":
+            return chat_answer("A subagent is looking for flights.")
+        return chat_answer(f"Done: {last['content'][:40]}")
+
+    fake.chat = chat
+    parent = member_a.post(
+        "/api/v1/agents/bot/runs", {"session_key": "trip", "message": "Plan the trip."}, format="json"
+    ).json()
+    assert parent["status"] == "completed", parent
+    child = children(tenant_a).get()
+    assert child.parent_id is not None
+    assert str(child.parent_id) == parent["id"]
+    runner.execute(child.pk, tenant_a.pk)  # the worker runs the subagent
+    session = Session.objects.for_tenant(tenant_a).get(key="trip")
+
+    subagents.announce(str(tenant_a.pk), str(session.pk))
+
+    follow_up = Run.objects.for_tenant(tenant_a).filter(session=session, status="queued").get()
+    assert follow_up.input.startswith("Your subagents have reported")
+    announcement = SessionMessage.objects.for_tenant(tenant_a).filter(session=session, name="subagents").get()
+    assert "“flights” completed]\nDone: find flights" in announcement.content
+    runner.execute(follow_up.pk, tenant_a.pk)
+    follow_up.refresh_from_db()
+    assert follow_up.status == "completed"
