@@ -46,8 +46,8 @@ def test_every_inventory_tool_is_in_the_catalog_with_its_group(viewer_a):
     assert set(body["groups"]["toolgate"]) == everything
     assert body["group_aliases"] == {"goclaw": "toolgate"}
     assert by_name["datetime"]["available"] is True
-    assert by_name["create_forum_topic"]["available"] is False
-    assert by_name["create_forum_topic"]["unavailable_reason"]
+    assert by_name["credentialed_exec"]["available"] is False
+    assert by_name["credentialed_exec"]["unavailable_reason"]
     assert by_name["read_file"]["capability"] == "read_only"
     assert by_name["spawn"]["capability"] == "async"
     assert by_name["exec"]["capability"] == "mutating"
@@ -109,7 +109,7 @@ def test_listing_hides_unavailable_tools_by_default(member_a, agent, django_asse
         body = member_a.get("/api/v1/agents/bot/tools").json()
     names = {t["function"]["name"] for t in body["tools"]}
     assert "datetime" in names
-    assert "create_forum_topic" not in names
+    assert "credentialed_exec" not in names
 
 
 def test_listing_respects_subagent_depth_and_tool_allow(member_a, agent):
