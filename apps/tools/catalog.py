@@ -51,8 +51,6 @@ def _b(description: str) -> dict[str, Any]:
     return {"type": "boolean", "description": description}
 
 
-LATER = "not provided by this Toolgate deployment yet"
-
 # The actions of the team tools (their schemas, the tools in apps.teams.tools and their STRAP form).
 TEAM_TASK_ACTIONS = (
     "create",
@@ -189,15 +187,19 @@ _SPECS: list[ToolSpec] = [
         "Run a registered CLI (gh, aws, kubectl, …) with injected credentials, without a shell.",
         _schema(
             {
-                "binary": _s("The registered binary name."),
-                "args": {"type": "array", "items": {"type": "string"}, "description": "Arguments."},
+                "binary": _s("The registered binary's name (e.g. gh).", maxLength=100),
+                "args": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "maxItems": 200,
+                    "description": "Arguments, one per item (no shell: nothing is interpreted).",
+                },
                 "cwd": _s("Working directory, relative to the workspace."),
             },
             ("binary",),
         ),
         "mutating",
         requires=("a registered CLI binary",),
-        unavailable_reason=LATER,
     ),
     # --- web --------------------------------------------------------------------------------------
     ToolSpec(

@@ -110,17 +110,17 @@ def test_aliases_resolve_to_the_catalog_tool(member_a, agent, tenant_a):
     assert (row.tool, row.resolved_tool) == ("WebFetch", "web_fetch")
 
 
-def test_unavailable_tools_say_so(member_a, agent):
-    body = call(member_a, "create_forum_topic", {"chat_id": "1", "name": "x"})
+def test_unavailable_tools_say_so(member_a, agent, monkeypatch, tenant_a):
+    monkeypatch.delitem(registry._IMPLEMENTATIONS, "credentialed_exec")  # a deployment without it
+    body = call(member_a, "credentialed_exec", {"binary": "gh"})
     assert body["is_error"] is True
-    assert (
-        body["for_llm"] == "unavailable: create_forum_topic is not provided by this Toolgate deployment yet."
-    )
+    assert body["for_llm"] == "unavailable: credentialed_exec is not available in this deployment."
+    assert ToolCall.objects.for_tenant(tenant_a).get(pk=body["call_id"]).decision == "unavailable"
 
 
 def test_empty_arguments_for_a_tool_with_required_parameters(member_a, agent):
-    body = call(member_a, "create_forum_topic", {})
-    assert body["for_llm"].startswith("Tool call had empty arguments (required: chat_id, name).")
+    body = call(member_a, "credentialed_exec", {})
+    assert body["for_llm"].startswith("Tool call had empty arguments (required: binary).")
 
 
 def test_invalid_arguments_are_explained(member_a, agent):

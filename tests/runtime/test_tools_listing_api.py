@@ -35,7 +35,16 @@ def agent(tenant_a):
     return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
 
 
-def test_every_inventory_tool_is_in_the_catalog_with_its_group(viewer_a):
+@pytest.fixture
+def withdrawn(monkeypatch):
+    """credentialed_exec without its implementation, as in a deployment that does not provide it."""
+    from apps.runtime import registry
+
+    monkeypatch.delitem(registry._IMPLEMENTATIONS, "credentialed_exec")
+    return "credentialed_exec"
+
+
+def test_every_inventory_tool_is_in_the_catalog_with_its_group(viewer_a, withdrawn):
     body = viewer_a.get("/api/v1/tools/catalog/").json()
     by_name = {t["name"]: t for t in body["tools"]}
     everything = set().union(*SEED_INVENTORY.values()) | UNGROUPED
@@ -102,7 +111,9 @@ def test_listing_formats_are_sorted_and_complete(member_a, agent, fmt, name_of):
     assert schema["type"] == "object"
 
 
-def test_listing_hides_unavailable_tools_by_default(member_a, agent, django_assert_max_num_queries):
+def test_listing_hides_unavailable_tools_by_default(
+    member_a, agent, withdrawn, django_assert_max_num_queries
+):
     # The key (with its tenant), its first-use stamp, the agent, its policy documents, the MCP servers
     # and custom tools it may reach, and the credentialed CLIs it reaches (one query each).
     with django_assert_max_num_queries(7):

@@ -334,3 +334,56 @@ def test_exec_security_deny_still_refuses_credentialed_clis(member_a, gh, worksp
     assert body["is_error"] is True
     assert "security: deny" in body["for_llm"]
     assert not ran(workspace)
+
+
+# --- the credentialed_exec tool -------------------------------------------------------------------------
+
+
+def tool(client, binary: Any, args: Any = None, **extra: Any) -> dict:
+    payload: dict[str, Any] = {"binary": binary, **extra}
+    if args is not None:
+        payload["args"] = args
+    response = client.post(
+        "/api/v1/runtime/execute",
+        {"agent": "bot", "tool": "credentialed_exec", "args": payload},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    assert TOKEN not in response.content.decode()
+    result: dict = response.json()
+    return result
+
+
+def test_credentialed_exec_runs_a_registered_cli_with_arguments_never_interpreted(member_a, gh, workspace):
+    body = tool(member_a, "gh", ["api", "user", "--jq", ".[0] | .name; rm -rf /", "$(whoami)"])
+    assert body["is_error"] is False, body
+    out = body["for_llm"]
+    assert "argc=5" in out
+    assert "arg=[.[0] | .name; rm -rf /]\narg=[$(whoami)]" in out  # plain arguments: no shell ran them
+    assert "value: [REDACTED]" in out
+
+
+def test_credentialed_exec_keeps_the_clis_rules(member_a, gh, workspace):
+    blocked = tool(member_a, "gh", ["auth", "token"])
+    assert blocked["is_error"] is True
+    assert "Command blocked by security policy" in blocked["for_llm"]
+    assert not ran(workspace)
+
+
+@pytest.mark.parametrize(
+    ("binary", "args", "expected"),
+    [
+        ("curl", ["https://example.com"], "curl is not a registered CLI this agent may use"),
+        ("./gh", [], "without a path"),
+        ("gh api", [], "without a path, spaces"),
+        ("gh", "api user", "is not of type 'array'"),
+        ("gh", ["x\x00y"], "contain a NUL character"),
+    ],
+)
+def test_credentialed_exec_refuses_what_is_not_a_registered_cli_call(
+    member_a, gh, workspace, binary, args, expected
+):
+    body = tool(member_a, binary, args)
+    assert body["is_error"] is True
+    assert expected in body["for_llm"]
+    assert not ran(workspace)
