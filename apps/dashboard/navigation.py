@@ -35,6 +35,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("Sandbox", "dashboard:sandbox", Role.ADMIN, "sandbox"),
     Section("Providers", "dashboard:providers", Role.ADMIN, "provider"),
     Section("Channels", "dashboard:channels", Role.ADMIN, "channel"),
+    Section("Runs", "dashboard:runs", Role.MEMBER, "runs"),
+    Section("Scheduled jobs", "dashboard:cron", Role.MEMBER, "cron"),
     Section("Tool calls", "dashboard:tool_calls", Role.MEMBER, "tool_call"),
     Section("API keys", "dashboard:api_keys", Role.ADMIN, "api_key"),
     Section("Members", "dashboard:members", Role.VIEWER, "member"),

@@ -201,6 +201,8 @@ def test_owner_navigation_marks_the_current_section(owner):
         "Sandbox",
         "Providers",
         "Channels",
+        "Runs",
+        "Scheduled jobs",
         "Tool calls",
         "API keys",
         "Members",

@@ -142,6 +142,8 @@ def test_navigation_shows_the_new_sections_by_role(viewer, member, owner):
         "MCP",
         "Custom tools",
         "Credentialed CLIs",
+        "Runs",
+        "Scheduled jobs",
         "Tool calls",
         "Members",
     ]
