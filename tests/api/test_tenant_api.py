@@ -14,7 +14,7 @@ def test_a_new_tenant_has_the_documented_defaults(viewer_a, tenant_a):
     body = viewer_a.get("/api/v1/tenant/").json()
     assert body["slug"] == tenant_a.slug
     assert body["settings"] == {}
-    assert body["runtime"] == {"sandbox": {"mode": "off"}, "tools": {}}
+    assert body["runtime"] == {"sandbox": {"mode": "off"}, "tools": {}, "runner": "external"}
 
 
 def test_admins_change_settings_audited_and_null_removes_a_key(admin_a, tenant_a):
