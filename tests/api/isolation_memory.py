@@ -40,6 +40,7 @@ def _embedding_settings(tenant: Tenant) -> dict[str, str]:
 
 CASES: dict[str, Case] = {
     "agent-memory-list": Case(make=_list),
+    "agent-memory-search": Case(make=_list),
     "agent-memory-detail": Case(
         make=make_memory, writes=[("put", {"content": "hijacked"}), ("delete", None)]
     ),

@@ -16,6 +16,7 @@ EMBEDDING_SETTINGS = "/api/v1/memory/embedding-settings"
 # (method, url template, body, least role, success status)
 ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("get", DOCUMENTS, None, Role.VIEWER, 200),
+    ("get", "/api/v1/agents/{memory_agent}/memory-search?q=notes", None, Role.VIEWER, 200),
     ("get", DOCUMENTS + "?user_id=alice&path=memory/", None, Role.VIEWER, 200),
     ("get", DOCUMENT, None, Role.VIEWER, 200),
     ("get", DOCUMENT + "?user_id=alice", None, Role.VIEWER, 200),

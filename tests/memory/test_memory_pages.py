@@ -58,6 +58,19 @@ def test_the_list_shows_documents_and_filters(viewer, notes):  # noqa: F811
     assert "MEMORY.md" not in folder.split("data-memory-documents")[1]
 
 
+def test_the_list_searches_memory_as_a_user_would(viewer, notes, tenant_a):  # noqa: F811
+    url = reverse("dashboard:memory", args=["bot"])
+    page = body(viewer.get(url, {"q": "vault"}))
+    assert "full text only" in page  # this tenant has no embedder
+    hits = page.split("data-search-hits")[1]
+    assert "memory/notes.md" in hits
+    assert "Vault" in hits
+    assert "No matches" in body(viewer.get(url, {"q": "zebra crossing"}))
+    refused = body(viewer.get(url, {"q": "vault", "as_user": ""}))
+    assert "data-search-hits" in refused
+    assert "needs a user" not in refused
+
+
 def test_a_document_page_shows_its_text_and_index(viewer, admin, notes):  # noqa: F811
     page = body(viewer.get(document_url("memory_document", "memory/notes.md")))
     assert SECRET_TEXT in page

@@ -315,3 +315,20 @@ def test_a_team_member_searches_its_leads_memory_and_its_own_first(member_a, ten
     assert [hit.split(" (")[0] for hit in search("lead", "espresso machine parking garage", "bob")] == [
         "1. memory/coffee.md > Coffee machine"
     ]
+
+
+def test_the_search_api_runs_the_agents_search(viewer_a, agent, tenant_a):
+    local(tenant_a)
+    remember(tenant_a, agent, "memory/coffee.md", COFFEE)
+    remember(tenant_a, agent, "memory/alice.md", PARKING, user_id="alice")
+    url = "/api/v1/agents/bot/memory-search"
+    answer = viewer_a.get(url, {"q": "espresso descaling"}).json()
+    assert (answer["mode"], answer["scope"]) == ("hybrid", "all")
+    assert answer["hits"][0]["path"] == "memory/coffee.md"
+    as_alice = viewer_a.get(url, {"q": "where do bicycles go", "user_id": "alice", "limit": 1}).json()
+    assert [hit["path"] for hit in as_alice["hits"]] == ["memory/alice.md"]
+    bad = viewer_a.get(url, {"q": "x", "scope": "user"})
+    assert bad.status_code == 400
+    assert "needs a user" in bad.json()["error"]["message"]
+    assert viewer_a.get(url).status_code == 400  # q is required
+    assert viewer_a.get("/api/v1/agents/nobody/memory-search", {"q": "x"}).status_code == 404

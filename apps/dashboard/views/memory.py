@@ -8,6 +8,7 @@ document is indexed again in the background).
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
@@ -22,6 +23,7 @@ from apps.dashboard.forms import add_service_error
 from apps.dashboard.views.confirm import confirm_action
 from apps.memory import selectors, services
 from apps.memory.models import MAX_DOCUMENT_CHARS, MAX_PATH_CHARS, MemoryChunk, MemoryDocument
+from apps.memory.search import SearchError, hybrid_search
 from apps.memory.selectors import PathError
 from apps.memory.services import MAX_USER_ID_CHARS
 from apps.tenants.access import access_agent
@@ -88,6 +90,42 @@ def document_list(request: DashboardRequest, key: str) -> HttpResponse:
     ).order_by("path", "user_id", "id")
     page = Paginator(documents, PAGE_SIZE).get_page(request.GET.get("page"))
     can_edit = request.actor.can(Role.ADMIN)
+    query = request.GET.get("q", "").strip()
+    as_user = request.GET.get("as_user", "").strip()[:MAX_USER_ID_CHARS]
+    search: dict[str, Any] | None = None
+    search_error = ""
+    if query:
+        try:
+            result = hybrid_search(
+                request.actor.tenant,
+                agent,
+                query,
+                user_id=as_user,
+                limit=10,
+                lead=selectors.team_lead_of(tenant=request.actor.tenant, agent=agent),
+            )
+        except SearchError as error:
+            search_error = f"{str(error).capitalize()}."
+        else:
+            owner = {hit.document_id: hit for hit in result.hits}
+            found = {
+                str(d.pk): d
+                for d in MemoryDocument.objects.for_tenant(request.actor.tenant)
+                .select_related("agent")
+                .filter(pk__in=list(owner))
+            }
+            search = {
+                "mode_label": "full text and vectors" if result.mode == "hybrid" else "full text only",
+                "warning": result.warning,
+                "hits": [
+                    (
+                        hit,
+                        _document_url(found[hit.document_id].agent, hit.path, found[hit.document_id].user_id),
+                    )
+                    for hit in result.hits
+                    if hit.document_id in found
+                ],
+            }
     return render(
         request,
         "dashboard/memory/list.html",
@@ -99,6 +137,10 @@ def document_list(request: DashboardRequest, key: str) -> HttpResponse:
             "prefix": prefix,
             "can_edit": can_edit,
             "form": MemoryDocumentForm(initial={"path": "memory/"}) if can_edit else None,
+            "query": query,
+            "as_user": as_user,
+            "search": search,
+            "search_error": search_error,
         },
     )
 

@@ -57,3 +57,12 @@ class DocumentWriteInput(StrictSerializer):
     content = serializers.CharField(
         max_length=MAX_DOCUMENT_CHARS, allow_blank=True, trim_whitespace=False, help_text="The whole text."
     )
+
+
+class MemorySearchInput(StrictSerializer):
+    q = serializers.CharField(max_length=500, help_text="the words or the question to look for")
+    scope = serializers.ChoiceField(choices=["user", "global", "all"], required=False, default="all")
+    user_id = serializers.CharField(
+        max_length=255, required=False, allow_blank=True, default="", help_text="whose memory (with global)"
+    )
+    limit = serializers.IntegerField(min_value=1, max_value=50, required=False, default=10)

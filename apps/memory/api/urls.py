@@ -5,6 +5,7 @@ from django.urls import URLPattern, path
 from apps.memory.api import views
 
 urlpatterns: list[URLPattern] = [
+    path("agents/<str:key>/memory-search", views.MemorySearchView.as_view(), name="agent-memory-search"),
     path(
         "agents/<str:key>/memory/",
         views.MemoryDocumentViewSet.as_view({"get": "list"}),

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from apps.memory import selectors, services
 from apps.memory.api import serializers as s
 from apps.memory.models import MemoryChunk, MemoryDocument
+from apps.memory.search import SearchError, hybrid_search
 from apps.memory.selectors import PathError
 from apps.tenants.access import access_agent
-from apps.tenants.api.base import TenantScopedViewSet
+from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent
 from apps.tenants.roles import Role
@@ -116,3 +119,29 @@ class MemoryDocumentViewSet(TenantScopedViewSet):
         )
         services.document_delete(actor=self.actor, agent=self.agent, document=document)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemorySearchView(TenantViewMixin, APIView):
+    """``GET agents/<key>/memory-search?q=&scope=&user_id=&limit=``: the hybrid search memory_search runs
+    (full text merged with vector similarity, or full text alone without an embedder), as the agent
+    would run it for ``user_id``. Viewers and up."""
+
+    @extend_schema(parameters=[s.MemorySearchInput], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, key: str) -> Response:
+        agent = access_agent(actor=self.actor, key=key)
+        params = s.MemorySearchInput(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        try:
+            result = hybrid_search(
+                self.actor.tenant,
+                agent,
+                data["q"],
+                user_id=data["user_id"],
+                scope=data["scope"],
+                limit=data["limit"],
+                lead=selectors.team_lead_of(tenant=self.actor.tenant, agent=agent),
+            )
+        except SearchError as error:
+            raise ServiceError(ErrorCode.INVALID, f"q: {error}", details={"q": [str(error)]}) from None
+        return Response(result.as_dict())
