@@ -3,9 +3,10 @@
 A job's ``schedule`` is a five-field cron expression (``*/15 9-17 * * 1-5``, checked with croniter) or an
 interval, ``every <n>m`` / ``every <n>h`` (at least ``MIN_INTERVAL_MINUTES``). Each job owns one
 django-q2 ``Schedule`` named ``cron:<job id>`` whose arguments name the tenant and the job explicitly;
-disabling a job removes its schedule, enabling it creates a new one. When it fires (:func:`fire`), a run
-of the agent starts with the job's message in the session ``cron:<job id>``, unless the previous run of
-the job is still at work (the firing is then recorded as skipped). Every change is audited and
+disabling a job removes its schedule, enabling it creates a new one. When a ``turn`` job fires
+(:func:`fire`), a run of the agent starts with the job's message in the session ``cron:<job id>``, unless
+the previous run of the job is still at work (the firing is then recorded as skipped); a ``message`` job
+sends its message to its channel (one the agent may use) and records the delivery. Every change is audited and
 published on the ``runs`` topic.
 """
 
@@ -15,6 +16,7 @@ import re
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
@@ -70,6 +72,76 @@ def _text(field: str, value: Any, limit: int) -> str:
     return value
 
 
+def _delivery(actor: Actor, agent: Agent, kind: str, channel: str, chat_id: str, message: str) -> None:
+    """A message job names a channel the agent may use, a chat (or the channel's default) and a message
+    the channel can carry; a turn job names no channel."""
+    if kind not in CronJob.Kind.values:
+        raise _invalid("kind", f"one of {', '.join(CronJob.Kind.values)}.")
+    if kind == CronJob.Kind.TURN:
+        if channel or chat_id:
+            raise _invalid("channel", "only a message job sends to a channel.")
+        return
+    from apps.messaging import selectors as messaging
+    from apps.messaging.models import MAX_TEXT_CHARS
+    from apps.messaging.validation import chat_id_error
+
+    found = messaging.channel_by_name(tenant=actor.tenant, name=channel) if isinstance(channel, str) else None
+    if found is None:
+        raise _invalid("channel", f"no channel {str(channel)[:64]!r} in this tenant (see Channels).")
+    if not found.allows_agent(agent.key):
+        raise _invalid("channel", f"the agent {agent.key} may not use the channel {found.name}.")
+    target = chat_id or found.default_chat_id
+    if not target:
+        raise _invalid("chat_id", f"required: the channel {found.name} has no default chat.")
+    problem = chat_id_error(target, found.kind)
+    if problem:
+        raise _invalid("chat_id", problem)
+    if len(message) > MAX_TEXT_CHARS:
+        raise _invalid("message", f"a channel message is at most {MAX_TEXT_CHARS} characters.")
+
+
+def _send(job: CronJob, actor: Actor, manual: bool) -> CronFiring:
+    """Deliver a message job's text to its channel, recorded as a firing (failed with the reason)."""
+    from apps.messaging import selectors as messaging
+    from apps.messaging import services as messaging_services
+    from apps.messaging.senders import Outgoing
+
+    tenant = job.tenant
+    channel = messaging.channel_by_name(tenant=tenant, name=job.channel)
+    problem = ""
+    if channel is None:
+        problem = f"the channel {job.channel} no longer exists"
+    elif not channel.enabled:
+        problem = f"the channel {job.channel} is disabled"
+    elif not channel.allows_agent(job.agent.key):
+        problem = f"the agent may no longer use the channel {job.channel}"
+    if channel is None or problem:
+        return CronFiring.objects.create(
+            tenant=tenant, job=job, status=CronFiring.Status.FAILED, manual=manual, detail=problem[:500]
+        )
+    outgoing = Outgoing(
+        chat_id=job.chat_id or channel.default_chat_id,
+        text=job.message,
+        agent=job.agent.key,
+        session_key=f"cron:{job.pk}",
+        user_id=job.user_id,
+    )
+    try:
+        outcome = messaging_services.send_message(actor=actor, channel=channel, outgoing=outgoing)
+    except ServiceError as error:
+        detail, ok = error.message, False
+    else:
+        ok = outcome.ok
+        detail = f"sent to {channel.name}" if ok else f"not sent: {outcome.message.error}"
+    return CronFiring.objects.create(
+        tenant=tenant,
+        job=job,
+        status=CronFiring.Status.STARTED if ok else CronFiring.Status.FAILED,
+        manual=manual,
+        detail=detail[:500],
+    )
+
+
 def job_data(job: CronJob) -> dict[str, Any]:
     return {
         "id": str(job.pk),
@@ -118,10 +190,14 @@ def job_create(
     message: str,
     user_id: str = "",
     enabled: bool = True,
+    kind: str = CronJob.Kind.TURN,
+    channel: str = "",
+    chat_id: str = "",
 ) -> CronJob:
     _text("name", name, MAX_NAME_CHARS)
     parse_schedule(schedule)
     _text("message", message, MAX_MESSAGE_CHARS)
+    _delivery(actor, agent, kind, channel, chat_id, message)
     if len(user_id) > 200 or "\x00" in user_id:
         raise _invalid("user_id", "at most 200 characters.")
     jobs = CronJob.objects.for_tenant(actor.tenant).filter(agent=agent)
@@ -139,6 +215,9 @@ def job_create(
         message=message,
         user_id=user_id,
         enabled=enabled,
+        kind=kind,
+        channel=channel,
+        chat_id=chat_id,
         created_by=actor.label[:300],
     )
     _sync_schedule(job)
@@ -173,6 +252,7 @@ def job_update(
         job.schedule = " ".join(schedule.split())
     if message is not None:
         job.message = _text("message", message, MAX_MESSAGE_CHARS)
+        _delivery(actor, job.agent, job.kind, job.channel, job.chat_id, job.message)
     if enabled is not None:
         if not isinstance(enabled, bool):
             raise _invalid("enabled", "true or false.")
@@ -206,14 +286,14 @@ def fire(
         return None
     tenant = job.tenant
     session_key = f"cron:{job.pk}"
+    CronJob.objects.for_tenant(tenant).filter(pk=job.pk).update(
+        last_fired_at=timezone.now(),
+        fire_count=F("fire_count") + 1,
+        next_run_at=Schedule.objects.filter(pk=job.q_schedule_id).values_list("next_run", flat=True).first(),
+    )
+    if job.kind == CronJob.Kind.MESSAGE:
+        return _send(job, actor or Actor.system(tenant), manual)
     with transaction.atomic():
-        CronJob.objects.for_tenant(tenant).filter(pk=job.pk).update(
-            last_fired_at=timezone.now(),
-            fire_count=job.fire_count + 1,
-            next_run_at=Schedule.objects.filter(pk=job.q_schedule_id)
-            .values_list("next_run", flat=True)
-            .first(),
-        )
         busy = Run.objects.for_tenant(tenant).filter(
             session__key=session_key, agent=job.agent, status__in=ACTIVE
         )

@@ -34,6 +34,8 @@ def _job(ctx: CallContext, args: dict[str, Any]) -> CronJob | ToolResult:
 
 def _line(job: CronJob) -> str:
     state = "enabled" if job.enabled else "disabled"
+    if job.kind == "message":
+        state += f", sends to {job.channel}" + (f" chat {job.chat_id}" if job.chat_id else "")
     when = f", next {job.next_run_at:%Y-%m-%d %H:%M} UTC" if job.enabled and job.next_run_at else ""
     return (
         f"- {job.pk} “{job.name}”: {job.schedule} ({state}{when}), fired {job.fire_count} times: "
@@ -55,6 +57,9 @@ def cron_tool(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
                 schedule=schedule,  # type: ignore[arg-type]  # validated by the service
                 message=message,  # type: ignore[arg-type]
                 user_id=ctx.user_id,
+                kind=args.get("kind") or "turn",
+                channel=args.get("channel") or "",
+                chat_id=args.get("chat_id") or "",
             )
             return ToolResult.ok(f"Created job {job.pk}:\n{_line(job)}", id=str(job.pk))
         if action == "list":

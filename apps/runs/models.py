@@ -83,13 +83,20 @@ class Run(TenantScoped):
 class CronJob(TenantScoped):
     """A scheduled job of an agent: at each time of ``schedule`` (a cron expression, or ``every <n>m``
     / ``every <n>h``), it starts a run of the agent with ``message`` as its input, in the session
-    ``cron:<job id>``. Its django-q2 schedule (``q_schedule_id``) is kept in step by
-    ``apps.runs.cron``."""
+    ``cron:<job id>`` (kind ``turn``), or sends ``message`` to a messaging channel (kind ``message``).
+    Its django-q2 schedule (``q_schedule_id``) is kept in step by ``apps.runs.cron``."""
+
+    class Kind(models.TextChoices):
+        TURN = "turn"  # a run of the agent with the message as its input
+        MESSAGE = "message"  # the message itself, sent to a messaging channel (no run)
 
     agent = models.ForeignKey("tenants.Agent", on_delete=models.CASCADE, related_name="+")
     name = models.CharField(max_length=100)
     schedule = models.CharField(max_length=100)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.TURN)
     message = models.TextField()
+    channel = models.CharField(max_length=64, blank=True, default="")  # a message job's channel name
+    chat_id = models.CharField(max_length=100, blank=True, default="")  # "" = the channel's default chat
     user_id = models.CharField(max_length=200, blank=True, default="")
     enabled = models.BooleanField(default=True)
     q_schedule_id = models.IntegerField(null=True, blank=True)

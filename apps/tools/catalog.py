@@ -368,7 +368,17 @@ _SPECS: list[ToolSpec] = [
                     "create/update: a cron expression (e.g. 0 9 * * 1-5, UTC) or every <n>m / every <n>h.",
                     maxLength=100,
                 ),
-                "message": _s("create/update: what the agent should do when the job fires.", maxLength=20000),
+                "message": _s(
+                    "create/update: what the agent should do when the job fires (kind turn), or the text "
+                    "to send (kind message).",
+                    maxLength=20000,
+                ),
+                "kind": _s(
+                    "create: turn (default: a run of this agent) or message (send the text to a channel).",
+                    enum=["turn", "message"],
+                ),
+                "channel": _s("create, kind message: the channel's name.", maxLength=64),
+                "chat_id": _s("create, kind message: the chat (default: the channel's).", maxLength=100),
             },
             ("action",),
         ),

@@ -172,3 +172,45 @@ def test_the_cron_api_creates_runs_and_lists_firings(admin_a, member_a, agent, t
     off = admin_a.patch(f"/api/v1/cron/{job['id']}/", {"enabled": False}, format="json").json()
     assert (off["enabled"], off["next_run_at"]) == (False, None)
     assert [j["name"] for j in member_a.get("/api/v1/cron/?agent=bot").json()["results"]] == ["digest"]
+
+
+from tests.messaging.conftest import allow_local, hook, webhook_channel  # noqa: E402, F401
+
+
+def test_a_message_job_sends_its_text_to_a_channel(member_a, agent, hook, webhook_channel, tenant_a):  # noqa: F811
+    webhook_channel()
+    refused = cron(
+        member_a,
+        action="create",
+        name="bad",
+        schedule="every 5m",
+        message="x",
+        kind="message",
+        channel="nope",
+    )
+    assert refused["is_error"] is True
+    assert "no channel 'nope'" in refused["for_llm"]
+    made = cron(
+        member_a,
+        action="create",
+        name="standup",
+        schedule="0 9 * * 1-5",
+        message="Standup in 5 minutes.",
+        kind="message",
+        channel="hooks",
+    )
+    assert made["is_error"] is False, made
+    job = CronJob.objects.for_tenant(tenant_a).get()
+
+    tasks.fire_cron(str(tenant_a.pk), str(job.pk))
+
+    [delivery] = hook.sent
+    assert (delivery["text"], delivery["chat_id"], delivery["agent"]) == (
+        "Standup in 5 minutes.",
+        "general",
+        "bot",
+    )
+    assert not Run.objects.for_tenant(tenant_a).exists()  # no agent turn for a message job
+    firing = CronFiring.objects.for_tenant(tenant_a).get()
+    assert (firing.status, firing.detail) == ("started", "sent to hooks")
+    assert "sent to hooks" in cron(member_a, action="history", id="standup")["for_llm"]

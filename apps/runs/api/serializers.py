@@ -97,7 +97,10 @@ class CronJobOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
             "agent",
             "name",
             "schedule",
+            "kind",
             "message",
+            "channel",
+            "chat_id",
             "user_id",
             "enabled",
             "next_run_at",
@@ -119,6 +122,11 @@ class CronJobCreateInput(StrictSerializer):
     message = serializers.CharField(trim_whitespace=False)
     user_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     enabled = serializers.BooleanField(required=False, default=True)
+    kind = serializers.CharField(required=False, default="turn", help_text="turn or message")
+    channel = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=64, help_text="message jobs: the channel"
+    )
+    chat_id = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
 
 
 class CronJobUpdateInput(StrictSerializer):
