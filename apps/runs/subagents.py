@@ -35,6 +35,7 @@ from apps.runtime.registry import tool
 from apps.runtime.results import ToolResult
 from apps.sessions import services as session_services
 from apps.sessions.models import Session, SessionMessage
+from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
 from apps.tools.catalog import MAX_SPAWN_DEPTH
 
@@ -331,15 +332,15 @@ def announce(tenant_id: str, parent_session_id: str) -> None:
             body = run.output if run.status == Run.Status.COMPLETED else (run.error or run.status)
             blocks.append(f"[Subagent {run.pk}{name} {run.status}]\n{body}")
         Run.objects.for_tenant(runs[0].tenant).filter(pk__in=[r.pk for r in runs]).update(announced=True)
-        actor = services.run_actor(runs[-1]) if runs[-1].started_by_kind else None
-        from apps.tenants.actors import Actor
-
-        actor = actor or Actor.system(runs[0].tenant)
-        text = "\n\n".join(blocks)
         if parent.status == Session.Status.ARCHIVED:
             return
+        try:  # the follow-up acts as whoever started the subagents, if they still may
+            actor = services.run_actor(runs[-1])
+        except ServiceError:
+            actor = None
+        text = "\n\n".join(blocks)
         session_services.message_append(
-            actor=actor,
+            actor=actor or Actor.system(parent.tenant),
             session=parent,
             role=SessionMessage.Role.USER,
             content=text,
@@ -348,7 +349,7 @@ def announce(tenant_id: str, parent_session_id: str) -> None:
             audit=False,
         )
         busy = Run.objects.for_tenant(parent.tenant).filter(session=parent, status__in=ACTIVE).exists()
-        if not busy and runs[-1].parent_id is not None:
+        if not busy and actor is not None and runs[-1].parent_id is not None:
             follow_up = services.run_create(
                 actor=actor,
                 agent=parent.agent,

@@ -223,3 +223,45 @@ def test_a_parent_run_that_spawned_gets_a_follow_up_run_with_the_results(
     runner.execute(follow_up.pk, tenant_a.pk)
     follow_up.refresh_from_db()
     assert follow_up.status == "completed"
+
+
+def test_a_revoked_starter_still_gets_the_announcement_but_no_follow_up(tenant_a, agent, provider, fake):
+    import json as jsonlib
+
+    from apps.tenants import services as tenant_services
+    from apps.tenants.actors import Actor
+    from apps.tenants.models import ApiKey
+    from apps.tenants.roles import Role
+    from tests import factories
+
+    raw = factories.make_api_key(tenant_a, Role.MEMBER)
+    client = factories.key_client(raw)
+
+    def chat(request: dict[str, Any]) -> dict[str, Any]:
+        last = request["messages"][-1]
+        if last["role"] == "user" and last["content"] == "Plan.":
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "spawn", "arguments": jsonlib.dumps({"task": "dig"})},
+            }
+            return chat_answer("", tool_calls=[call])
+        return chat_answer("ok")
+
+    fake.chat = chat
+    assert (
+        client.post(
+            "/api/v1/agents/bot/runs", {"session_key": "s", "message": "Plan."}, format="json"
+        ).json()["status"]
+        == "completed"
+    )
+    child = children(tenant_a).get()
+    runner.execute(child.pk, tenant_a.pk)
+    key = ApiKey.objects.for_tenant(tenant_a).get()  # the only key: the one that started the run
+    tenant_services.api_key_revoke(actor=Actor.system(tenant_a), api_key=key)
+    session = Session.objects.for_tenant(tenant_a).get(key="s")
+
+    subagents.announce(str(tenant_a.pk), str(session.pk))
+
+    assert SessionMessage.objects.for_tenant(tenant_a).filter(session=session, name="subagents").count() == 1
+    assert not Run.objects.for_tenant(tenant_a).filter(session=session, status="queued").exists()
