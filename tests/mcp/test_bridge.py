@@ -169,7 +169,7 @@ def test_a_killed_server_is_reported_then_reconnected(tenant_a, member_a):
         assert time.monotonic() < deadline, row.last_health
         time.sleep(0.2)
     again = call(member_a, "mcp_demo__pid")
-    assert not again["is_error"]
+    assert not again["is_error"], again["for_llm"]
     assert int(again["for_llm"]) != pid
 
 
