@@ -57,13 +57,18 @@ __all__ = [
 ]
 
 
+TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
 class ProviderError(Exception):
     """A provider call failed; ``str(error)`` says why (status and the endpoint's message, no secrets)."""
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(self, message: str, *, status: int | None = None, transient: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        # Worth another try a moment later: no answer in time, no connection, or HTTP 429 / 5xx.
+        self.transient = transient or status in TRANSIENT_STATUSES
 
 
 @dataclass(frozen=True)
@@ -220,10 +225,13 @@ class ProviderClient:
                 f"the provider {self.name} is refused ({exc}); its base URL must be a public https address"
             ) from None
         except httpx.TimeoutException:
-            raise ProviderError(f"the provider {self.name} did not answer within {total:.0f} s") from None
+            raise ProviderError(
+                f"the provider {self.name} did not answer within {total:.0f} s", transient=True
+            ) from None
         except httpx.HTTPError as exc:
             raise ProviderError(
-                f"the provider {self.name} could not be reached: {self.redact(str(exc))[:MAX_ERROR_DETAIL]}"
+                f"the provider {self.name} could not be reached: {self.redact(str(exc))[:MAX_ERROR_DETAIL]}",
+                transient=True,
             ) from None
 
     def _read(self, response: httpx.Response, deadline: float, max_bytes: int, total: float) -> bytes:

@@ -31,6 +31,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connections, transaction
 from django.db.models import QuerySet
+from django.dispatch import Signal
 from django.http import Http404
 from django.utils import timezone
 
@@ -43,6 +44,9 @@ from apps.tenants.errors import Conflict, ErrorCode, ServiceError
 from apps.tenants.models import Agent, Tenant
 
 RECHECK_SECONDS = 2.0
+# Sent (inside the transaction) when a call that did not wait has its result: kwargs tenant_id and
+# approval_id. A run that waited for the call goes on from it (apps.runs).
+call_result_stored = Signal()
 MAX_REASON_CHARS = 500
 
 
@@ -453,6 +457,7 @@ def approval_store_result(*, approval: PendingApproval, result: dict[str, Any]) 
     approval.call_payload = ""
     approval.save(update_fields=["result", "call_payload", "updated_at"])
     _publish(approval.tenant, "approval.result", approval_data(approval))
+    call_result_stored.send(sender=PendingApproval, tenant_id=approval.tenant_id, approval_id=approval.pk)
     return approval
 
 

@@ -13,3 +13,13 @@ class RunsConfig(AppConfig):
 
         hooks.on_dispatch(teamwork.on_dispatch)
         hooks.on_cancel_runs(teamwork.on_cancel_runs)
+
+        from apps.policy.approval_services import call_result_stored
+
+        call_result_stored.connect(_approval_result, dispatch_uid="runs.approval_result")
+
+
+def _approval_result(sender: object, *, tenant_id: object, approval_id: object, **_: object) -> None:
+    from apps.runs import runner
+
+    runner.approval_result(tenant_id=str(tenant_id), approval_id=str(approval_id))

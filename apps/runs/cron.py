@@ -24,7 +24,7 @@ from django_q.tasks import async_task
 from apps.audit.services import record
 from apps.realtime import events
 from apps.runs import runner, services
-from apps.runs.models import CronFiring, CronJob, Run
+from apps.runs.models import ACTIVE, CronFiring, CronJob, Run
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent
@@ -35,7 +35,6 @@ MAX_MESSAGE_CHARS = 20_000
 MAX_NAME_CHARS = 100
 FUNC = "apps.runs.tasks.fire_cron"
 _INTERVAL = re.compile(r"^every\s+(\d{1,5})\s*(m|min|minutes?|h|hours?)$", re.IGNORECASE)
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 
 def _invalid(field: str, message: str) -> ServiceError:

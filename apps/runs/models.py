@@ -17,6 +17,7 @@ class Run(TenantScoped):
     class Status(models.TextChoices):
         QUEUED = "queued"
         RUNNING = "running"
+        WAITING = "waiting"  # a tool call waits for a human's approval; no worker is held meanwhile
         COMPLETED = "completed"
         FAILED = "failed"
         CANCELLED = "cancelled"
@@ -65,10 +66,15 @@ class Run(TenantScoped):
     started_by = models.CharField(max_length=300, blank=True, default="")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # While waiting: the approval asked for, and the tool calls of the model's last answer still to run
+    # (the first is the one waiting), each {"id", "name", "arguments"}.
+    awaiting_approval = models.UUIDField(null=True, blank=True)
+    pending_calls = models.JSONField(default=list, blank=True)
 
     class Meta:
         indexes = [
             models.Index(fields=["tenant", "status"], name="run_status"),
+            models.Index(fields=["tenant", "awaiting_approval"], name="run_awaiting_approval"),
             models.Index(fields=["tenant", "agent", "-created_at"], name="run_agent_recent"),
         ]
 
@@ -76,8 +82,16 @@ class Run(TenantScoped):
         return f"run {self.pk} of {self.agent_id}"
 
     @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+    @property
     def finished(self) -> bool:
         return self.status in (self.Status.COMPLETED, self.Status.FAILED, self.Status.CANCELLED)
+
+
+# A run at work: queued, running, or waiting for an approval (it counts against every limit).
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.WAITING)
 
 
 class CronJob(TenantScoped):

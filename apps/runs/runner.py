@@ -12,7 +12,15 @@
    told: "[System] Final iteration reached. Summarize all findings and respond to the user now. No more
    tool calls allowed." (SPEC B §1.5).
 5. The run ends when the model answers without a tool call (completed), when cancelled (checked between
-   steps), or on a provider error or anything unexpected (failed, with the reason).
+   steps), or on a provider error or anything unexpected (failed, with the reason). A chat request that
+   fails for a passing reason (no answer in time, no connection, HTTP 408, 429 or 5xx) is tried again
+   twice first (SPEC B §1.4: MaxRetries 2).
+6. A tool call that needs a human's approval parks the run (``waiting``): the call and the ones after it
+   are kept on the run and the worker is free. When the approval is decided (or times out), the call is
+   run or refused by the approvals job (``apps.policy.tasks``), and :func:`resume` goes on from there in
+   a new job, with the transcript read back from the session.
+7. A stretch of work on one worker is bounded by ``RUN_SLICE_SECONDS`` (below the worker's timeout): a
+   run that reaches it fails with that reason instead of being killed in the middle of a step.
 """
 
 from __future__ import annotations
@@ -50,10 +58,26 @@ FINAL_ITERATION = (
     "No more tool calls allowed."
 )
 BOOTSTRAP_TOOLS = ("write_file",)
+# A chat request that fails for a passing reason is tried again (SPEC B §1.4: MaxRetries 2).
+MAX_RETRIES = 2
+RETRY_DELAYS = (1.0, 2.0)
 
 
 class Cancelled(Exception):
     pass
+
+
+class TooLong(Exception):
+    pass
+
+
+def slice_seconds() -> float:
+    """How long one worker may work on a run before it stops it: the worker's timeout, less a margin for
+    the step under way (a step's own calls are bounded by their timeouts)."""
+    from django.conf import settings
+
+    timeout = float(settings.Q_CLUSTER.get("timeout") or 300)  # type: ignore[arg-type]
+    return max(30.0, timeout - 60.0)
 
 
 def system_prompt(run: Run) -> str:
@@ -107,10 +131,12 @@ def _tools(run: Run) -> list[dict[str, Any]]:
     return presentation.render(definitions, "openai")
 
 
-def _check(run: Run) -> None:
+def _check(run: Run, deadline: float) -> None:
     run.refresh_from_db(fields=["cancel_requested"])
     if run.cancel_requested:
         raise Cancelled
+    if time.monotonic() > deadline:
+        raise TooLong
 
 
 def _append(actor: Actor, run: Run, role: str, content: str, **extra: Any) -> None:
@@ -170,16 +196,74 @@ def _claim(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> Run | None:
     return run
 
 
+def _claim_waiting(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> Run | None:
+    """Move a run that waited to running once its approval's call has a result (once)."""
+    with transaction.atomic():
+        run = (
+            Run.objects.dangerously_all_tenants()
+            .select_for_update()
+            .select_related("tenant", "agent", "session")
+            .filter(pk=run_id, tenant_id=tenant_id)
+            .first()
+        )
+        if run is None or run.status != Run.Status.WAITING or run.awaiting_approval is None:
+            return None
+        result = _approval_result(run.tenant_id, run.awaiting_approval)
+        if result is None:
+            return None
+        calls = list(run.pending_calls)
+        if calls:  # the call that waited gets its result; the calls after it run next
+            calls[0] = {**calls[0], "result": str(result.get("for_llm", ""))}
+        run.pending_calls = calls
+        run.status = Run.Status.RUNNING
+        run.save(update_fields=["status", "pending_calls", "updated_at"])
+        services.publish(run, "run.started")
+    return run
+
+
 def execute(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> None:
-    """Run a queued run to its end (the django-q2 task and the synchronous path both land here)."""
+    """Run a queued run to its end, or until it waits for an approval (the django-q2 task and the
+    synchronous path both land here)."""
     run = _claim(run_id, tenant_id)
     if run is None:
         return
+    _work(run, first=True)
+
+
+def resume(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> None:
+    """Go on with a run that waited for an approval, once the approval's call has its result (a second
+    job, or a run still waiting, finds nothing to do)."""
+    run = _claim_waiting(run_id, tenant_id)
+    if run is None:
+        return
+    _work(run, first=False)
+    if run.kind == Run.Kind.TEAM_TASK and run.finished:
+        from apps.runs import teamwork
+
+        teamwork.after_turn(run)
+
+
+def _work(run: Run, *, first: bool) -> None:
+    deadline = time.monotonic() + slice_seconds()
     try:
         actor = services.run_actor(run)
-        _turn(run, actor)
+        if first:
+            _append(actor, run, SessionMessage.Role.USER, run.input)
+        else:
+            calls, run.pending_calls, run.awaiting_approval = list(run.pending_calls), [], None
+            run.save(update_fields=["pending_calls", "awaiting_approval", "updated_at"])
+            if not _run_calls(run, actor, calls, [], deadline=deadline):
+                return
+        _turn(run, actor, deadline=deadline)
     except Cancelled:
         _finish(run, Run.Status.CANCELLED, error="cancelled")
+    except TooLong:
+        _finish(
+            run,
+            Run.Status.FAILED,
+            error=f"the run worked for {slice_seconds():.0f}s without pause, the longest a worker may work "
+            "on one run; start a new run to go on",
+        )
     except (ProviderError, ProviderUnavailable, ServiceError) as exc:
         _finish(run, Run.Status.FAILED, error=str(exc))
     except Exception as exc:  # a run records why it failed instead of vanishing
@@ -187,20 +271,34 @@ def execute(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> None:
         _finish(run, Run.Status.FAILED, error=f"internal error: {type(exc).__name__}")
 
 
-def _ask(run: Run, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatResult:
+def _ask(
+    run: Run, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, deadline: float
+) -> ChatResult:
+    """One chat request; a transient failure (no answer in time, no connection, HTTP 429 or 5xx) is
+    tried again up to ``MAX_RETRIES`` times, after ``RETRY_DELAYS`` (cancellation is checked between)."""
     client, model = client_for(run.tenant, "chat", run.provider or None)
-    result = client.chat(messages, tools=tools or None, model=model)
+    for attempt in range(MAX_RETRIES + 1):
+        try:
+            result = client.chat(messages, tools=tools or None, model=model)
+            break
+        except ProviderError as exc:
+            if not exc.transient or attempt == MAX_RETRIES:
+                raise
+            logger.warning(
+                "run provider retry", extra={"run": str(run.pk), "attempt": attempt + 1, "error": exc.message}
+            )
+            time.sleep(RETRY_DELAYS[attempt])
+            _check(run, deadline)
     run.model = result.model[:200]
     run.input_tokens += result.usage.prompt_tokens
     run.output_tokens += result.usage.completion_tokens
     return result
 
 
-def _turn(run: Run, actor: Actor) -> None:
-    _append(actor, run, SessionMessage.Role.USER, run.input)
+def _turn(run: Run, actor: Actor, *, deadline: float) -> None:
     messages = [{"role": "system", "content": system_prompt(run)}, *_history(run)]
     while True:
-        _check(run)
+        _check(run, deadline)
         run.iterations += 1
         final = run.iterations >= run.max_iterations
         tools: list[dict[str, Any]] = []
@@ -209,7 +307,7 @@ def _turn(run: Run, actor: Actor) -> None:
             _append(actor, run, SessionMessage.Role.USER, FINAL_ITERATION, name="system")
         else:
             tools = _tools(run)
-        result = _ask(run, messages, tools)
+        result = _ask(run, messages, tools, deadline=deadline)
         calls = [] if final else list(result.tool_calls)
         wire_calls = [
             {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
@@ -233,23 +331,104 @@ def _turn(run: Run, actor: Actor) -> None:
         if not calls:
             _finish(run, Run.Status.COMPLETED, output=result.content)
             return
-        for call in calls:
-            _check(run)
-            text = _call_tool(run, actor, call.name, call.arguments)
-            run.tool_calls += 1
-            _append(
-                actor,
-                run,
-                SessionMessage.Role.TOOL,
-                text,
-                name=call.name[:200],
-                tool_call_id=call.id[:200] or "call",
-            )
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+        pending = [{"id": call.id, "name": call.name, "arguments": call.arguments} for call in calls]
+        if not _run_calls(run, actor, pending, messages, deadline=deadline):
+            return
 
 
-def _call_tool(run: Run, actor: Actor, name: str, arguments: str) -> str:
-    """One tool call through the pipeline; the model reads the result (or why it was refused)."""
+def _run_calls(
+    run: Run, actor: Actor, calls: list[dict[str, Any]], messages: list[dict[str, Any]], *, deadline: float
+) -> bool:
+    """Run ``calls`` in order, adding each result to the session and to ``messages``. False when one of
+    them waits for an approval: the run is parked with it and the rest, or finished by its result."""
+    for index, call in enumerate(calls):
+        _check(run, deadline)
+        if "result" in call:  # decided while the run waited: the approvals job ran or refused it
+            _tool_result(actor, run, call, str(call["result"]), messages)
+            continue
+        outcome = _call_tool(run, actor, call["name"], call["arguments"])
+        if isinstance(outcome, pipeline.PendingCall):
+            return _park(run, outcome.approval_id, calls[index:])
+        _tool_result(actor, run, call, outcome, messages)
+    return True
+
+
+def _tool_result(
+    actor: Actor, run: Run, call: dict[str, Any], text: str, messages: list[dict[str, Any]]
+) -> None:
+    run.tool_calls += 1
+    _append(
+        actor,
+        run,
+        SessionMessage.Role.TOOL,
+        text,
+        name=str(call["name"])[:200],
+        tool_call_id=str(call["id"])[:200] or "call",
+    )
+    messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+
+
+def _park(run: Run, approval_id: uuid.UUID, calls: list[dict[str, Any]]) -> bool:
+    """Leave the run waiting for ``approval_id`` with ``calls`` still to run; the approvals job's result
+    wakes it (:func:`approval_result`). A result already there is taken at once."""
+    with transaction.atomic():
+        run.status = Run.Status.WAITING
+        run.awaiting_approval = approval_id
+        run.pending_calls = calls
+        run.save(
+            update_fields=[
+                "status",
+                "awaiting_approval",
+                "pending_calls",
+                "iterations",
+                "tool_calls",
+                "input_tokens",
+                "output_tokens",
+                "model",
+                "updated_at",
+            ]
+        )
+        services.publish(run, "run.waiting", approval=str(approval_id), tool=str(calls[0]["name"])[:200])
+    if _approval_result(run.tenant_id, approval_id) is not None:
+        tenant_id, run_id = str(run.tenant_id), str(run.pk)
+        transaction.on_commit(lambda: _queue_resume(tenant_id, run_id))
+    return False
+
+
+def _approval_result(tenant_id: uuid.UUID | str, approval_id: uuid.UUID | str) -> dict[str, Any] | None:
+    from apps.policy.approval_models import PendingApproval
+
+    result = (
+        PendingApproval.objects.dangerously_all_tenants()
+        .filter(pk=approval_id, tenant_id=tenant_id)
+        .values_list("result", flat=True)
+        .first()
+    )
+    return result if isinstance(result, dict) else None
+
+
+def _queue_resume(tenant_id: str, run_id: str) -> None:
+    from django_q.tasks import async_task
+
+    async_task("apps.runs.tasks.resume_run", tenant_id, run_id, group="runs")
+
+
+def approval_result(*, tenant_id: uuid.UUID | str, approval_id: uuid.UUID | str) -> None:
+    """The call an approval held has its result: wake the run that waits for it, if any."""
+    run_id = (
+        Run.objects.dangerously_all_tenants()
+        .filter(tenant_id=tenant_id, awaiting_approval=approval_id, status=Run.Status.WAITING)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if run_id is not None:
+        tenant, key = str(tenant_id), str(run_id)
+        transaction.on_commit(lambda: _queue_resume(tenant, key))
+
+
+def _call_tool(run: Run, actor: Actor, name: str, arguments: str) -> str | pipeline.PendingCall:
+    """One tool call through the pipeline; the model reads the result (or why it was refused). A call
+    that needs an approval is handed back unfinished (the approvals job runs it once decided)."""
     from apps.llm.client import ToolCall
 
     try:
@@ -257,7 +436,7 @@ def _call_tool(run: Run, actor: Actor, name: str, arguments: str) -> str:
     except ProviderError as exc:
         return f"Error: {exc}. Call the tool again with a JSON object of arguments."
     started = time.monotonic()
-    outcome = pipeline.execute(
+    outcome = pipeline.begin(
         actor=actor,
         request=pipeline.CallRequest(
             agent=run.agent,
@@ -268,6 +447,9 @@ def _call_tool(run: Run, actor: Actor, name: str, arguments: str) -> str:
             provider=run.provider,
             subagent_depth=run.depth,
         ),
+        wait=False,
     )
+    if isinstance(outcome, pipeline.PendingCall):
+        return outcome
     logger.debug("run tool call", extra={"run": str(run.pk), "tool": name, "ms": time.monotonic() - started})
     return outcome.result.for_llm

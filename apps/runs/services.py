@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.audit.services import record
 from apps.realtime import events
-from apps.runs.models import MAX_INPUT_CHARS, MAX_ITERATIONS, Run
+from apps.runs.models import DEFAULT_MAX_ITERATIONS, MAX_INPUT_CHARS, MAX_ITERATIONS, Run
 from apps.sessions import services as session_services
 from apps.sessions.models import Session
 from apps.tenants.actors import Actor
@@ -41,6 +41,7 @@ def run_data(run: Run) -> dict[str, Any]:
         "input_tokens": run.input_tokens,
         "output_tokens": run.output_tokens,
         "error": run.error[:500],
+        "awaiting_approval": str(run.awaiting_approval) if run.awaiting_approval else None,
     }
 
 
@@ -95,8 +96,7 @@ def run_create(
         runner=runner,
         input=message,
         provider=provider,
-        max_iterations=max_iterations
-        or (20 if kind == Run.Kind.SUBAGENT else Run._meta.get_field("max_iterations").default),
+        max_iterations=max_iterations or DEFAULT_MAX_ITERATIONS,
         parent=parent,
         depth=parent.depth + 1 if parent is not None else 0,
         started_by_kind=actor.kind,
@@ -206,22 +206,60 @@ def run_finish(
 
 @transaction.atomic
 def run_cancel(*, actor: Actor, run: Run) -> Run:
-    """Ask a run to stop: a queued run is cancelled at once, a running one at its next step."""
-    locked = Run.objects.for_tenant(actor.tenant).select_for_update().get(pk=run.pk)
+    """Ask a run to stop: a queued run, or one waiting for an approval, is cancelled at once (the
+    approval it waited for is denied: its call never runs), a running one at its next step."""
+    locked = (
+        Run.objects.for_tenant(actor.tenant)
+        .select_for_update()
+        .select_related("agent", "session")
+        .get(pk=run.pk)
+    )
     if locked.finished:
         raise ServiceError(ErrorCode.CONFLICT, f"the run is already {locked.status}.", status=409)
     locked.cancel_requested = True
     fields = ["cancel_requested", "updated_at"]
-    if locked.status == Run.Status.QUEUED:
+    awaited = locked.awaiting_approval if locked.status == Run.Status.WAITING else None
+    if locked.status in (Run.Status.QUEUED, Run.Status.WAITING):
         locked.status = Run.Status.CANCELLED
+        locked.error = "cancelled"
         locked.finished_at = timezone.now()
-        fields += ["status", "finished_at"]
+        locked.awaiting_approval, locked.pending_calls = None, []
+        fields += ["status", "error", "finished_at", "awaiting_approval", "pending_calls"]
     locked.save(update_fields=fields)
+    if awaited is not None:
+        _withdraw_approval(actor, awaited)
     record(
         actor=actor, verb="run.cancelled", target_type="run", target_id=str(locked.pk), data=run_data(locked)
     )
     publish(locked, "run.cancel_requested" if locked.status == Run.Status.RUNNING else "run.finished")
+    if locked.finished:
+        from apps.runs import subagents
+
+        subagents.finished(locked)
     return locked
+
+
+def _withdraw_approval(actor: Actor, approval_id: Any) -> None:
+    """Deny the approval a cancelled run waited for, if nobody decided it yet."""
+    from apps.policy import approval_services
+    from apps.policy.approval_models import ApprovalStatus, PendingApproval
+
+    approval = (
+        PendingApproval.objects.for_tenant(actor.tenant)
+        .filter(pk=approval_id, status=ApprovalStatus.PENDING)
+        .first()
+    )
+    if approval is None:
+        return
+    try:
+        approval_services.approval_decide(
+            actor=Actor.system(actor.tenant),
+            approval=approval,
+            decision="deny",
+            reason="the run that asked for it was cancelled",
+        )
+    except ServiceError:  # decided meanwhile: its result finds the run cancelled and goes no further
+        return
 
 
 def run_actor(run: Run) -> Actor:

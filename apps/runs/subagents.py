@@ -29,7 +29,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from apps.runs import runner, services
-from apps.runs.models import Run
+from apps.runs.models import ACTIVE, Run
 from apps.runtime.context import CallContext
 from apps.runtime.registry import tool
 from apps.runtime.results import ToolResult
@@ -45,7 +45,6 @@ SUBAGENT_ITERATIONS = 20
 ARCHIVE_AFTER_MINUTES = 60
 STEER_SETTLE_SECONDS = 0.5
 ANNOUNCE_DEBOUNCE_SECONDS = 1.0
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 PREVIEW = 300
 
 
@@ -193,6 +192,14 @@ def spawn(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         )
     runner.execute(run.pk, run.tenant_id)
     run.refresh_from_db()
+    if run.status == Run.Status.WAITING:  # its result is announced once the approval is decided
+        Run.objects.for_tenant(ctx.tenant).filter(pk=run.pk).update(announced=False)
+        return ToolResult.ok(
+            f"Subagent {run.pk} waits for a human's approval of a tool call. Its result will be announced "
+            "in this session; spawn list shows its progress.",
+            id=str(run.pk),
+            status=run.status,
+        )
     if run.status != Run.Status.COMPLETED:
         return ToolResult.error(f"subagent {run.pk} {run.status}: {run.error or 'no answer'}", id=str(run.pk))
     return ToolResult.ok(

@@ -9,6 +9,10 @@ def execute_run(tenant_id: str, run_id: str) -> None:
     runner.execute(run_id, tenant_id)
 
 
+def resume_run(tenant_id: str, run_id: str) -> None:
+    runner.resume(run_id, tenant_id)
+
+
 def announce(tenant_id: str, parent_session_id: str) -> None:
     from apps.runs import subagents
 

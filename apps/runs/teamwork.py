@@ -20,15 +20,13 @@ from django.db import transaction
 from django_q.tasks import async_task
 
 from apps.runs import runner, services
-from apps.runs.models import Run
+from apps.runs.models import ACTIVE, Run
 from apps.runtime import config
 from apps.teams.models import Task
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
 
 logger = logging.getLogger(__name__)
-
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 
 def builtin(task: Task) -> bool:
@@ -62,8 +60,6 @@ def on_cancel_runs(task: Task, reason: str) -> None:
 
 def run_task(tenant_id: str, task_id: str, message: str, user_id: str) -> Run | None:
     """Run the task's owner on it, then apply the post-turn rules."""
-    from apps.teams import dispatch
-
     task = (
         Task.objects.dangerously_all_tenants()
         .select_related("tenant", "team", "owner")
@@ -84,16 +80,31 @@ def run_task(tenant_id: str, task_id: str, message: str, user_id: str) -> Run | 
     Run.objects.for_tenant(task.tenant).filter(pk=run.pk).update(task=task)
     runner.execute(run.pk, run.tenant_id)
     run.refresh_from_db()
+    if run.finished:  # a run that waits for an approval gets the post-turn rules when it ends
+        after_turn(run)
+    return run
+
+
+def after_turn(run: Run) -> None:
+    """The post-turn rules (SPEC B §2.3) for the end of a member's run on its task."""
+    from apps.teams import dispatch
+
+    task = (
+        Task.objects.for_tenant(run.tenant).select_related("team", "owner").filter(pk=run.task_id).first()
+        if run.task_id is not None
+        else None
+    )
+    if task is None:
+        return
     error = "" if run.status == Run.Status.COMPLETED else (run.error or run.status)
     try:
         dispatch.after_member_turn(
             task.team,
             task_id=task.pk,
-            agent_key=task.owner.key,
+            agent_key=run.agent.key,
             started_at=run.started_at or run.created_at,
             content=run.output,
             error=error,
         )
     except Exception:  # the run is recorded; the board's own ticker recovers a task left in progress
         logger.exception("post-turn rules failed", extra={"run": str(run.pk), "task": str(task.pk)})
-    return run

@@ -36,6 +36,17 @@
     if (typeof data.input_tokens === "number") {
       setField(scope, "tokens", data.input_tokens + " / " + (data.output_tokens || 0));
     }
+    const awaiting = scope.querySelector("[data-awaiting]");
+    if (awaiting && "awaiting_approval" in data) {
+      awaiting.replaceChildren();
+      if (data.awaiting_approval) {
+        const link = text("a", "open the approvals inbox");
+        link.href = awaiting.dataset.approvalsUrl;
+        awaiting.append("a person's approval of a tool call: ", link);
+      } else {
+        awaiting.append(text("span", "nothing", "muted"));
+      }
+    }
   }
 
   function matches(data) {

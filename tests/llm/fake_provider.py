@@ -135,7 +135,8 @@ class FakeProvider:
         ):
             self._json(handler, {"error": {"message": "video_url is not supported by this model"}}, 400)
             return
-        self._json(handler, self.chat(request))
+        answer = dict(self.chat(request))
+        self._json(handler, answer, answer.pop("__status__", 200))  # a scripted failure names its status
 
     def _images(self, handler: Handler) -> None:
         request = self._request()

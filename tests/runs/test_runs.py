@@ -176,6 +176,36 @@ def test_a_provider_error_fails_the_run_without_the_key(member_a, agent, provide
     assert KEY not in json.dumps(run)
 
 
+def test_a_passing_provider_failure_is_tried_again_twice(member_a, agent, provider, fake, monkeypatch):
+    from apps.runs import runner
+
+    monkeypatch.setattr(runner, "RETRY_DELAYS", (0.0, 0.0))
+    overloaded = {"__status__": 503, "error": {"message": "overloaded"}}
+    fake.chat = scripted(
+        overloaded, {"__status__": 429, "error": {"message": "slow down"}}, chat_answer("Fine.")
+    )
+    run = start(member_a).json()
+    assert (run["status"], run["output"]) == ("completed", "Fine.")
+    assert len(fake.chat.requests) == 3
+
+    fake.chat = scripted(overloaded)
+    run = start(member_a, session_key="chat-2").json()
+    assert run["status"] == "failed"
+    assert "HTTP 503" in run["error"]
+    assert len(fake.chat.requests) == 3  # the first try and two more
+
+
+def test_a_lasting_provider_failure_is_not_tried_again(member_a, agent, provider, fake, monkeypatch):
+    from apps.runs import runner
+
+    monkeypatch.setattr(runner, "RETRY_DELAYS", (0.0, 0.0))
+    fake.chat = scripted({"__status__": 400, "error": {"message": "bad request"}})
+    run = start(member_a).json()
+    assert run["status"] == "failed"
+    assert "HTTP 400" in run["error"]
+    assert len(fake.chat.requests) == 1
+
+
 def test_a_queued_run_is_cancelled_and_a_finished_one_cannot_be(member_a, agent, provider, fake, tenant_a):
     queued = start(member_a, wait=False)
     assert queued.status_code == 202

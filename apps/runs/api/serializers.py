@@ -39,6 +39,7 @@ class RunOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
             "parent",
             "depth",
             "cancel_requested",
+            "awaiting_approval",
             "started_by",
             "created_at",
             "started_at",

@@ -79,10 +79,11 @@ class AgentRunsView(TenantViewMixin, APIView):
         run = services.run_create(actor=self.actor, agent=agent, **values)
         if run.runner == Run.Runner.EXTERNAL:
             return Response(s.RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
-        if wait:
+        if wait:  # to its end, or until a tool call waits for an approval (202: it goes on later)
             runner.execute(run.pk, run.tenant_id)
             run = _run(self.actor, str(run.pk))
-            return Response(s.RunOutput(run).data, status=status.HTTP_201_CREATED)
+            done = status.HTTP_201_CREATED if run.finished else status.HTTP_202_ACCEPTED
+            return Response(s.RunOutput(run).data, status=done)
         tenant_id, run_id = str(run.tenant_id), str(run.pk)
         transaction.on_commit(lambda: async_task("apps.runs.tasks.execute_run", tenant_id, run_id))
         return Response(s.RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
