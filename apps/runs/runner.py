@@ -58,6 +58,7 @@ FINAL_ITERATION = (
     "No more tool calls allowed."
 )
 BOOTSTRAP_TOOLS = ("write_file",)
+NOT_RUN = "No result: this call was not run (its run ended or was cancelled first)."
 # A chat request that fails for a passing reason is tried again (SPEC B §1.4: MaxRetries 2).
 MAX_RETRIES = 2
 RETRY_DELAYS = (1.0, 2.0)
@@ -111,10 +112,33 @@ def _history(run: Run) -> list[dict[str, Any]]:
         elif message.name and message.role == SessionMessage.Role.USER:
             entry["name"] = message.name
         messages.append(entry)
-    # A history cut in the middle of a tool exchange would be refused by the model: start after it.
-    while messages and messages[0]["role"] == SessionMessage.Role.TOOL:
-        messages.pop(0)
-    return messages
+    return _paired(messages)
+
+
+def _paired(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Make the tool exchanges of ``messages`` whole, as chat models require: a tool message answers a
+    call of the assistant message before it (others are left out, such as those of a history cut in
+    the middle of an exchange), and a call without an answer (its run was cancelled, or it still waits
+    for an approval) gets one saying it was not run."""
+    paired: list[dict[str, Any]] = []
+    open_calls: list[str] = []
+
+    def close() -> None:
+        paired.extend({"role": "tool", "tool_call_id": call_id, "content": NOT_RUN} for call_id in open_calls)
+        open_calls.clear()
+
+    for message in messages:
+        if message["role"] == SessionMessage.Role.TOOL:
+            if message.get("tool_call_id") in open_calls:
+                open_calls.remove(message["tool_call_id"])
+                paired.append(message)
+            continue
+        close()
+        paired.append(message)
+        if message["role"] == SessionMessage.Role.ASSISTANT:
+            open_calls.extend(str(call.get("id", "")) for call in message.get("tool_calls") or [])
+    close()
+    return paired
 
 
 def _tools(run: Run) -> list[dict[str, Any]]:
@@ -157,12 +181,15 @@ def _finish(run: Run, status: str, *, output: str = "", error: str = "") -> None
         run.output = output
         run.error = error[:4000]
         run.finished_at = timezone.now()
+        run.awaiting_approval, run.pending_calls = None, []
         run.save(
             update_fields=[
                 "status",
                 "output",
                 "error",
                 "finished_at",
+                "awaiting_approval",
+                "pending_calls",
                 "iterations",
                 "tool_calls",
                 "input_tokens",
@@ -329,6 +356,9 @@ def _turn(run: Run, actor: Actor, *, deadline: float) -> None:
         run.save(update_fields=["iterations", "input_tokens", "output_tokens", "model", "updated_at"])
         services.publish(run, "run.progress")
         if not calls:
+            run.refresh_from_db(fields=["cancel_requested"])
+            if run.cancel_requested:  # asked for while the model answered: the run is cancelled
+                raise Cancelled
             _finish(run, Run.Status.COMPLETED, output=result.content)
             return
         pending = [{"id": call.id, "name": call.name, "arguments": call.arguments} for call in calls]
@@ -372,27 +402,44 @@ def _park(run: Run, approval_id: uuid.UUID, calls: list[dict[str, Any]]) -> bool
     """Leave the run waiting for ``approval_id`` with ``calls`` still to run; the approvals job's result
     wakes it (:func:`approval_result`). A result already there is taken at once."""
     with transaction.atomic():
-        run.status = Run.Status.WAITING
-        run.awaiting_approval = approval_id
-        run.pending_calls = calls
-        run.save(
-            update_fields=[
-                "status",
-                "awaiting_approval",
-                "pending_calls",
-                "iterations",
-                "tool_calls",
-                "input_tokens",
-                "output_tokens",
-                "model",
-                "updated_at",
-            ]
-        )
-        services.publish(run, "run.waiting", approval=str(approval_id), tool=str(calls[0]["name"])[:200])
+        # A cancellation asked for since the last check wins: the approval is withdrawn, nothing waits.
+        if (
+            Run.objects.for_tenant(run.tenant)
+            .select_for_update()
+            .filter(pk=run.pk, cancel_requested=True)
+            .exists()
+        ):
+            services.withdraw_approval(Actor.system(run.tenant), approval_id)
+            cancelled = True
+        else:
+            cancelled = False
+            _wait(run, approval_id, calls)
+    if cancelled:
+        raise Cancelled
     if _approval_result(run.tenant_id, approval_id) is not None:
         tenant_id, run_id = str(run.tenant_id), str(run.pk)
         transaction.on_commit(lambda: _queue_resume(tenant_id, run_id))
     return False
+
+
+def _wait(run: Run, approval_id: uuid.UUID, calls: list[dict[str, Any]]) -> None:
+    run.status = Run.Status.WAITING
+    run.awaiting_approval = approval_id
+    run.pending_calls = calls
+    run.save(
+        update_fields=[
+            "status",
+            "awaiting_approval",
+            "pending_calls",
+            "iterations",
+            "tool_calls",
+            "input_tokens",
+            "output_tokens",
+            "model",
+            "updated_at",
+        ]
+    )
+    services.publish(run, "run.waiting", approval=str(approval_id), tool=str(calls[0]["name"])[:200])
 
 
 def _approval_result(tenant_id: uuid.UUID | str, approval_id: uuid.UUID | str) -> dict[str, Any] | None:

@@ -227,7 +227,7 @@ def run_cancel(*, actor: Actor, run: Run) -> Run:
         fields += ["status", "error", "finished_at", "awaiting_approval", "pending_calls"]
     locked.save(update_fields=fields)
     if awaited is not None:
-        _withdraw_approval(actor, awaited)
+        withdraw_approval(actor, awaited)
     record(
         actor=actor, verb="run.cancelled", target_type="run", target_id=str(locked.pk), data=run_data(locked)
     )
@@ -239,7 +239,7 @@ def run_cancel(*, actor: Actor, run: Run) -> Run:
     return locked
 
 
-def _withdraw_approval(actor: Actor, approval_id: Any) -> None:
+def withdraw_approval(actor: Actor, approval_id: Any) -> None:
     """Deny the approval a cancelled run waited for, if nobody decided it yet."""
     from apps.policy import approval_services
     from apps.policy.approval_models import ApprovalStatus, PendingApproval

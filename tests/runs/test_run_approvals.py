@@ -274,3 +274,28 @@ def test_a_run_that_works_too_long_on_one_worker_fails_with_the_reason(
     assert run["status"] == "failed"
     assert "the longest a worker may work on one run" in run["error"]
     assert not fake.chat.requests
+
+
+def test_a_cancellation_asked_for_while_the_call_asks_wins_over_waiting(
+    member_a, agent, provider, fake, tenant_a, monkeypatch
+):
+    from apps.runs import runner
+
+    asks_for_exec(fake, "touch raced.txt")
+    ask = runner._call_tool
+
+    def cancelled_meanwhile(run, actor, name, arguments):
+        outcome = ask(run, actor, name, arguments)
+        Run.objects.for_tenant(tenant_a).filter(pk=run.pk).update(cancel_requested=True)
+        return outcome
+
+    monkeypatch.setattr(runner, "_call_tool", cancelled_meanwhile)
+
+    run = start(member_a).json()
+
+    assert (run["status"], run["awaiting_approval"]) == ("cancelled", None)
+    approval = PendingApproval.objects.for_tenant(tenant_a).get()
+    assert (approval.status, approval.decision_reason) == (
+        "denied",
+        "the run that asked for it was cancelled",
+    )

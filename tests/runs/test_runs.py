@@ -206,6 +206,52 @@ def test_a_lasting_provider_failure_is_not_tried_again(member_a, agent, provider
     assert len(fake.chat.requests) == 1
 
 
+def cancel_after_the_answer(monkeypatch, tenant) -> None:
+    """The run is cancelled while the model writes its answer (the request is under way)."""
+    from apps.runs import runner
+
+    ask = runner._ask
+
+    def asked(run, *args, **kwargs):
+        result = ask(run, *args, **kwargs)
+        Run.objects.for_tenant(tenant).filter(pk=run.pk).update(cancel_requested=True)
+        return result
+
+    monkeypatch.setattr(runner, "_ask", asked)
+
+
+def test_a_cancel_asked_for_during_the_final_answer_cancels_the_run(
+    member_a, agent, provider, fake, tenant_a, monkeypatch
+):
+    cancel_after_the_answer(monkeypatch, tenant_a)
+    fake.chat = scripted(chat_answer("Here is my analysis."))
+    run = start(member_a).json()
+    assert (run["status"], run["error"]) == ("cancelled", "cancelled")
+
+
+def test_calls_a_cancelled_run_left_unanswered_are_answered_for_the_next_run(
+    member_a, agent, provider, fake, tenant_a, monkeypatch
+):
+    cancel_after_the_answer(monkeypatch, tenant_a)
+    fake.chat = scripted(chat_answer("", tool_calls=[call("datetime", {}), call("datetime", {}, 2)]))
+    assert start(member_a).json()["status"] == "cancelled"
+    assert not ToolCall.objects.for_tenant(tenant_a).exists()
+
+    monkeypatch.undo()
+    fake.chat = scripted(chat_answer("Hello again."))
+    assert start(member_a, message="Are you there?").json()["status"] == "completed"
+    sent = fake.chat.requests[-1]["messages"]
+    roles = [(m["role"], m.get("tool_call_id")) for m in sent[1:]]
+    assert roles == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "call_datetime_1"),
+        ("tool", "call_datetime_2"),
+        ("user", None),
+    ]
+    assert sent[3]["content"].startswith("No result: this call was not run")
+
+
 def test_a_queued_run_is_cancelled_and_a_finished_one_cannot_be(member_a, agent, provider, fake, tenant_a):
     queued = start(member_a, wait=False)
     assert queued.status_code == 202
