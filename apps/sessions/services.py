@@ -31,6 +31,8 @@ from apps.tenants.models import Agent
 TOPIC = "sessions"
 MAX_TOOL_CALLS = 128
 LIVE_CONTENT_CHARS = 2_000  # a live event carries at most this much of a message
+LIVE_TOOL_CALLS = 20  # and at most this many of its tool calls, with this much of each one's arguments
+LIVE_ARGUMENTS_CHARS = 500
 
 
 def _invalid(field: str, message: str) -> ServiceError:
@@ -158,6 +160,26 @@ def session_delete(*, actor: Actor, session: Session) -> None:
     _publish(actor, "session.deleted", data)
 
 
+def _live_calls(calls: list[Any]) -> list[dict[str, Any]]:
+    """An assistant message's tool calls as its live event carries them: id, name and arguments (cut,
+    with their whole size), in OpenAI's shape or the flat one."""
+    live = []
+    for call in calls[:LIVE_TOOL_CALLS]:
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        arguments = function.get("arguments", call.get("arguments", ""))
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        live.append(
+            {
+                "id": str(call.get("id", ""))[:200],
+                "name": str(function.get("name") or call.get("name") or "")[:200],
+                "arguments": arguments[:LIVE_ARGUMENTS_CHARS],
+                "arguments_size": len(arguments),
+            }
+        )
+    return live
+
+
 def _tool_calls(value: Any) -> list[Any]:
     if not isinstance(value, list) or len(value) > MAX_TOOL_CALLS:
         raise _invalid("tool_calls", f"a list of at most {MAX_TOOL_CALLS} calls.")
@@ -247,5 +269,11 @@ def message_append(
             target_id=str(locked.pk),
             data=data,
         )
-    _publish(actor, "session.message", {**data, "content": content[:LIVE_CONTENT_CHARS], "name": name})
+    live = {
+        "content": content[:LIVE_CONTENT_CHARS],
+        "name": name,
+        "tool_call_id": tool_call_id,
+        "tool_calls": _live_calls(calls),
+    }
+    _publish(actor, "session.message", {**data, **live})
     return message

@@ -103,19 +103,51 @@
     });
   }
 
+  // Arguments as the page renders them when loaded: JSON indented, keys sorted.
+  function sortedKeys(value) {
+    if (Array.isArray(value)) return value.map(sortedKeys);
+    if (value === null || typeof value !== "object") return value;
+    const out = {};
+    Object.keys(value).sort().forEach(function (key) { out[key] = sortedKeys(value[key]); });
+    return out;
+  }
+
+  function callArguments(call) {
+    const raw = String(call.arguments || "");
+    if (call.arguments_size > raw.length) {
+      return raw + "… (" + call.arguments_size + " characters; reload for all)";
+    }
+    try { return JSON.stringify(sortedKeys(JSON.parse(raw)), null, 2); } catch (error) { return raw; }
+  }
+
   function appendMessage(list, data) {
     if (list.querySelector('[data-seq="' + CSS.escape(String(data.seq)) + '"]')) return;
     const item = document.createElement("li");
     item.className = "transcript-message is-new role-" + String(data.role || "");
     item.dataset.seq = String(data.seq);
     item.dataset.role = String(data.role || "");
-    let head = "#" + data.seq + " " + String(data.role || "");
-    if (data.name) head += " · tool " + String(data.name);
-    item.append(text("div", head, "small muted"));
+    const head = text("div", "", "small muted");
+    head.append(text("strong", "#" + data.seq + " " + String(data.role || "")));
+    if (data.name) head.append(" · tool ", text("code", String(data.name)));
+    if (data.tool_call_id) {
+      const id = text("code", String(data.tool_call_id));
+      id.dataset.field = "tool-call-id";
+      head.append(" · call ", id);
+    }
+    item.append(head);
     if (data.content) {
       const content = String(data.content);
       item.append(text("pre", content + (data.size > content.length ? "… (" + data.size + " characters; reload for all)" : ""), "wrap message-content"));
     }
+    (Array.isArray(data.tool_calls) ? data.tool_calls : []).forEach(function (call) {
+      const block = text("div", "", "tool-call");
+      block.dataset.toolCall = String(call.id || "");
+      const name = text("code", String(call.name || "?"));
+      name.dataset.field = "tool-name";
+      block.append(text("span", "calls", "small"), " ", name, " ", text("span", String(call.id || ""), "small muted"));
+      block.append(text("pre", callArguments(call), "json"));
+      item.append(block);
+    });
     list.append(item);
     const empty = document.querySelector("[data-transcript-empty]");
     if (empty) empty.remove();
