@@ -66,6 +66,10 @@ class EntityForm(forms.Form):
         help_text='A JSON object, e.g. {"founded": 1949}.',
     )
 
+    def clean_description(self) -> str:
+        # A browser sends a textarea's lines with CRLF; the graph keeps them as the API does, with LF.
+        return str(self.cleaned_data["description"]).replace("\r\n", "\n")
+
     def clean_aliases(self) -> list[str]:
         return [line.strip() for line in self.cleaned_data["aliases"].splitlines() if line.strip()]
 
