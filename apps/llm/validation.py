@@ -23,101 +23,52 @@ from apps.llm.models import (
     NAME_RE,
     Provider,
 )
-from apps.runtime.ssrf import AddressPolicy, SSRFBlocked
+from apps.runtime import url_checks
+from apps.runtime.ssrf import AddressPolicy
+from apps.runtime.url_checks import has_control
 
 MAX_API_KEY_CHARS = 1000
-MAX_HEADERS = 20
-MAX_HEADER_NAME_CHARS = 64
-MAX_HEADER_VALUE_CHARS = 2000
 MAX_HEADERS_BYTES = 8192
-HEADER_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9-]*\Z")
-# Headers the HTTP client sets itself (framing, target, body type) or that would change where or how a
-# request goes; Authorization comes from the API key.
-RESERVED_HEADERS = frozenset(
-    {
-        "authorization",
-        "host",
-        "content-length",
-        "content-type",
-        "transfer-encoding",
-        "connection",
-        "keep-alive",
-        "upgrade",
-        "te",
-        "trailer",
-        "proxy-authorization",
-        "proxy-connection",
-        "accept-encoding",
-        "cookie",
-    }
-)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Beside the headers the HTTP client sets itself: Authorization comes from the API key, and no cookies.
+RESERVED_HEADERS = url_checks.CLIENT_HEADERS | {"authorization", "cookie"}
 _NAME = re.compile(NAME_RE)
 
 
-def _has_control(value: str) -> bool:
-    return bool(_CONTROL.search(value))
+def _base_url_parts_error(parsed: httpx.URL) -> str | None:
+    if parsed.query or parsed.fragment:
+        return "the base URL takes no query or fragment (e.g. https://api.openai.com/v1)."
+    return None
 
 
 def base_url_error(url: str, policy: AddressPolicy | None = None) -> str | None:
     """Why ``url`` cannot be a provider's base URL, or None."""
     if not url:
         return "required, e.g. https://api.openai.com/v1."
-    if len(url) > MAX_BASE_URL_CHARS:
-        return f"at most {MAX_BASE_URL_CHARS} characters."
-    if any(c.isspace() for c in url) or _has_control(url):
-        return "whitespace and control characters are not allowed."
-    policy = policy or AddressPolicy.from_settings()
-    try:
-        parsed = policy.check_url(url)
-    except SSRFBlocked as exc:
-        return f"{exc}; a provider must be a public https address."
-    if parsed.query or parsed.fragment:
-        return "the base URL takes no query or fragment (e.g. https://api.openai.com/v1)."
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    try:
-        addresses = policy.resolve(parsed.host, port)
-    except SSRFBlocked as exc:
-        return f"{exc}; a provider must be a public https address."
-    except httpx.ConnectError:
-        addresses = []  # a name that does not resolve yet: every request resolves and checks it again
-    if parsed.scheme == "http" and not (
-        addresses
-        and all(any(ip.version == net.version and ip in net for net in policy.allow_nets) for ip in addresses)
-    ):
-        return "use https: plain http would send the API key unencrypted."
-    return None
+    return url_checks.outbound_url_error(
+        url,
+        max_chars=MAX_BASE_URL_CHARS,
+        public_hint="a provider must be a public https address.",
+        plain_http_risk="the API key",
+        parts_error=_base_url_parts_error,
+        policy=policy,
+    )
 
 
 def model_error(value: Any) -> str | None:
     if not isinstance(value, str):
         return "must be a string."
-    if len(value) > MAX_MODEL_CHARS or _has_control(value) or any(c.isspace() for c in value):
+    if len(value) > MAX_MODEL_CHARS or has_control(value) or any(c.isspace() for c in value):
         return f"at most {MAX_MODEL_CHARS} characters, no spaces or control characters."
     return None
 
 
 def headers_error(value: Any) -> str | None:
-    if not isinstance(value, Mapping):
-        return 'must be an object of header names to values, e.g. {"OpenAI-Organization": "org-…"}.'
-    if len(value) > MAX_HEADERS:
-        return f"at most {MAX_HEADERS} headers."
-    total = 0
-    seen: set[str] = set()
-    for name, header in value.items():
-        if not isinstance(name, str) or not HEADER_NAME_RE.match(name) or len(name) > MAX_HEADER_NAME_CHARS:
-            return f"{str(name)[:64]!r} is not a header name (letters, digits and '-', at most 64)."
-        if name.lower() in RESERVED_HEADERS:
-            return f"{name} is set by Toolgate itself and cannot be configured."
-        if name.lower() in seen:
-            return f"{name} is given twice."
-        seen.add(name.lower())
-        if not isinstance(header, str) or len(header) > MAX_HEADER_VALUE_CHARS or _has_control(header):
-            return f"the value of {name} must be a string of at most {MAX_HEADER_VALUE_CHARS} characters."
-        total += len(name) + len(header.encode())
-    if total > MAX_HEADERS_BYTES:
-        return f"at most {MAX_HEADERS_BYTES} bytes of headers in all."
-    return None
+    return url_checks.headers_error(
+        value,
+        example='{"OpenAI-Organization": "org-…"}',
+        reserved=RESERVED_HEADERS,
+        max_total_bytes=MAX_HEADERS_BYTES,
+    )
 
 
 def check_provider(fields: Mapping[str, Any], *, policy: AddressPolicy | None = None) -> dict[str, list[str]]:
@@ -145,7 +96,7 @@ def check_provider(fields: Mapping[str, Any], *, policy: AddressPolicy | None = 
             bad("base_url", message)
     if "api_key" in fields:
         key = fields["api_key"]
-        if not isinstance(key, str) or len(key) > MAX_API_KEY_CHARS or _has_control(key):
+        if not isinstance(key, str) or len(key) > MAX_API_KEY_CHARS or has_control(key):
             bad("api_key", f"at most {MAX_API_KEY_CHARS} characters, no line breaks or control characters.")
     if "extra_headers" in fields and (message := headers_error(fields["extra_headers"])) is not None:
         bad("extra_headers", message)

@@ -17,45 +17,21 @@ import httpx
 from apps.messaging.models import MAX_CHAT_ID_CHARS, MAX_URL_CHARS, NAME_RE, Channel
 from apps.messaging.senders import SIGNATURE_HEADER, check_telegram_chat
 from apps.policy.universe import is_pattern, universe_for
-from apps.runtime.ssrf import AddressPolicy, SSRFBlocked
+from apps.runtime import url_checks
+from apps.runtime.ssrf import AddressPolicy
+from apps.runtime.url_checks import has_control
 
 if TYPE_CHECKING:
     from apps.tenants.models import Tenant
 
 MAX_SECRET_CHARS = 500
-MAX_HEADERS = 20
-MAX_HEADER_NAME_CHARS = 64
-MAX_HEADER_VALUE_CHARS = 2000
 MAX_TOPICS = 200
 MAX_TOPIC_TOOLS = 100
 MAX_TOOL_SPEC_CHARS = 200
 MAX_AGENTS = 200
 TOKEN_RE = re.compile(r"\A\d{3,20}:[A-Za-z0-9_-]{20,100}\Z")
-HEADER_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9-]*\Z")
-RESERVED_HEADERS = frozenset(
-    {
-        "host",
-        "content-length",
-        "content-type",
-        "transfer-encoding",
-        "connection",
-        "keep-alive",
-        "upgrade",
-        "te",
-        "trailer",
-        "proxy-authorization",
-        "proxy-connection",
-        "accept-encoding",
-        "user-agent",
-        SIGNATURE_HEADER.lower(),
-    }
-)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+RESERVED_HEADERS = url_checks.CLIENT_HEADERS | {"user-agent", SIGNATURE_HEADER.lower()}
 _NAME = re.compile(NAME_RE)
-
-
-def _has_control(value: str) -> bool:
-    return bool(_CONTROL.search(value))
 
 
 def url_error(url: Any, kind: str, policy: AddressPolicy | None = None) -> str | None:
@@ -65,57 +41,32 @@ def url_error(url: Any, kind: str, policy: AddressPolicy | None = None) -> str |
     )
     if not isinstance(url, str) or not url:
         return f"required, e.g. {example}."
-    if len(url) > MAX_URL_CHARS:
-        return f"at most {MAX_URL_CHARS} characters."
-    if any(c.isspace() for c in url) or _has_control(url):
-        return "whitespace and control characters are not allowed."
-    policy = policy or AddressPolicy.from_settings()
-    try:
-        parsed = policy.check_url(url)
-    except SSRFBlocked as exc:
-        return f"{exc}; a channel must use a public https address."
-    if parsed.fragment:
-        return "the URL takes no fragment."
-    if kind == Channel.Kind.TELEGRAM and parsed.query:
-        return f"the Bot API base URL takes no query (e.g. {example})."
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    try:
-        addresses = policy.resolve(parsed.host, port)
-    except SSRFBlocked as exc:
-        return f"{exc}; a channel must use a public https address."
-    except httpx.ConnectError:
-        addresses = []  # a name that does not resolve yet: every send resolves and checks it again
-    if parsed.scheme == "http" and not (
-        addresses
-        and all(any(ip.version == net.version and ip in net for net in policy.allow_nets) for ip in addresses)
-    ):
-        return "use https: plain http would send messages and secrets unencrypted."
-    return None
+
+    def parts_error(parsed: httpx.URL) -> str | None:
+        if parsed.fragment:
+            return "the URL takes no fragment."
+        if kind == Channel.Kind.TELEGRAM and parsed.query:
+            return f"the Bot API base URL takes no query (e.g. {example})."
+        return None
+
+    return url_checks.outbound_url_error(
+        url,
+        max_chars=MAX_URL_CHARS,
+        public_hint="a channel must use a public https address.",
+        plain_http_risk="messages and secrets",
+        parts_error=parts_error,
+        policy=policy,
+    )
 
 
 def headers_error(value: Any) -> str | None:
-    if not isinstance(value, Mapping):
-        return 'must be an object of header names to values, e.g. {"Authorization": "Bearer …"}.'
-    if len(value) > MAX_HEADERS:
-        return f"at most {MAX_HEADERS} headers."
-    seen: set[str] = set()
-    for name, header in value.items():
-        if not isinstance(name, str) or not HEADER_NAME_RE.match(name) or len(name) > MAX_HEADER_NAME_CHARS:
-            return f"{str(name)[:64]!r} is not a header name (letters, digits and '-', at most 64)."
-        if name.lower() in RESERVED_HEADERS:
-            return f"{name} is set by Toolgate itself and cannot be configured."
-        if name.lower() in seen:
-            return f"{name} is given twice."
-        seen.add(name.lower())
-        if not isinstance(header, str) or len(header) > MAX_HEADER_VALUE_CHARS or _has_control(header):
-            return f"the value of {name} must be a string of at most {MAX_HEADER_VALUE_CHARS} characters."
-    return None
+    return url_checks.headers_error(value, example='{"Authorization": "Bearer …"}', reserved=RESERVED_HEADERS)
 
 
 def chat_id_error(value: Any, kind: str) -> str | None:
     if not isinstance(value, str):
         return "must be a string."
-    if len(value) > MAX_CHAT_ID_CHARS or _has_control(value) or any(c.isspace() for c in value):
+    if len(value) > MAX_CHAT_ID_CHARS or has_control(value) or any(c.isspace() for c in value):
         return f"at most {MAX_CHAT_ID_CHARS} characters, no spaces or control characters."
     if value and kind == Channel.Kind.TELEGRAM:
         return check_telegram_chat(value)
@@ -198,7 +149,7 @@ def check_channel(
         bad("url", url_error(fields["url"], kind, policy))
     if "secret" in fields:
         secret = fields["secret"]
-        if not isinstance(secret, str) or len(secret) > MAX_SECRET_CHARS or _has_control(secret):
+        if not isinstance(secret, str) or len(secret) > MAX_SECRET_CHARS or has_control(secret):
             bad("secret", f"a string of at most {MAX_SECRET_CHARS} characters.")
         elif kind == Channel.Kind.TELEGRAM and secret and not TOKEN_RE.match(secret):
             bad("secret", "a Telegram bot token looks like 123456789:AAE… (digits, a colon, then the key).")
