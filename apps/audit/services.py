@@ -61,3 +61,13 @@ def serialize(event: AuditEvent) -> dict[str, Any]:
         "request_id": event.request_id,
         "ip": event.ip,
     }
+
+
+def record_and_publish(
+    *, actor: Actor, topic: str, verb: str, target_type: str, target_id: str, data: dict[str, Any]
+) -> AuditEvent:
+    """Audit ``verb`` on the target (see :func:`record`) and publish ``data`` as a ``verb`` event on the
+    tenant's ``topic`` once the current transaction commits. ``data`` must never hold a secret."""
+    event = record(actor=actor, verb=verb, target_type=target_type, target_id=target_id, data=data)
+    events.publish(tenant=actor.tenant, topic=topic, type=verb, data=data)
+    return event

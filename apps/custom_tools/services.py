@@ -20,7 +20,7 @@ from apps.custom_tools.models import DEFAULT_TIMEOUT_SECONDS, CustomTool
 from apps.realtime import events
 from apps.runtime.context import CallContext
 from apps.tenants.actors import Actor
-from apps.tenants.errors import Conflict, ErrorCode, ServiceError
+from apps.tenants.errors import Conflict, ErrorCode, ServiceError, invalid_fields
 from apps.tenants.models import Agent
 from apps.tenants.services import config_changed
 
@@ -65,14 +65,9 @@ def _emit(actor: Actor, verb: str, target_id: str, data: dict[str, Any]) -> None
     events.publish(tenant=actor.tenant, topic=TOPIC, type=verb, data=data)
 
 
-def _invalid(errors: dict[str, list[str]]) -> ServiceError:
-    field, messages = next(iter(errors.items()))
-    return ServiceError(ErrorCode.INVALID, f"{field}: {messages[0]}", details=errors)
-
-
 def _check_agent(actor: Actor, agent: Agent | None) -> None:
     if agent is not None and agent.tenant_id != actor.tenant.pk:
-        raise _invalid({"agent": ["no such agent in this tenant."]})
+        raise invalid_fields({"agent": ["no such agent in this tenant."]})
 
 
 def _check_free(actor: Actor, name: str, agent: Agent | None, exclude: uuid.UUID | None = None) -> None:
@@ -115,7 +110,7 @@ def _save(tool: CustomTool, **kwargs: Any) -> None:
     try:
         tool.full_clean(validate_constraints=False, validate_unique=False)
     except DjangoValidationError as exc:
-        raise _invalid({k: [str(m) for m in v] for k, v in exc.message_dict.items()}) from None
+        raise invalid_fields({k: [str(m) for m in v] for k, v in exc.message_dict.items()}) from None
     try:
         with transaction.atomic():
             tool.save(**kwargs)
@@ -156,7 +151,7 @@ def custom_tool_create(
     }
     errors = validation.check_tool(fields)
     if errors:
-        raise _invalid(errors)
+        raise invalid_fields(errors)
     _check_agent(actor, agent)
     _check_free(actor, name, agent)
     tool = CustomTool(
@@ -184,7 +179,7 @@ def custom_tool_update(*, actor: Actor, tool: CustomTool, **changes: Any) -> Cus
     agent, or makes it global with None). The result is validated as a whole."""
     unknown = set(changes) - set(FIELDS)
     if unknown:
-        raise _invalid({sorted(unknown)[0]: ["unknown field."]})
+        raise invalid_fields({sorted(unknown)[0]: ["unknown field."]})
     locked = (
         CustomTool.objects.for_tenant(actor.tenant).select_for_update(of=("self",)).select_related("agent")
     )
@@ -193,7 +188,7 @@ def custom_tool_update(*, actor: Actor, tool: CustomTool, **changes: Any) -> Cus
     agent: Agent | None = changes.pop("agent", current.agent)
     errors = validation.check_tool({**before, **changes})
     if errors:
-        raise _invalid(errors)
+        raise invalid_fields(errors)
     _check_agent(actor, agent)
     after = {**before, **changes, "agent": agent.pk if agent is not None else None}
     changed = sorted(key for key in FIELDS if before[key] != after[key])
@@ -277,7 +272,7 @@ def custom_tool_test_run(
     if not isinstance(user_id, str) or len(user_id) > MAX_USER_ID:
         errors["user_id"] = [f"a string of at most {MAX_USER_ID} characters."]
     if errors:
-        raise _invalid(errors)
+        raise invalid_fields(errors)
     assert agent is not None
     ctx = _test_context(actor=actor, agent=agent, user_id=user_id)
     spec = ToolSpec.of(tool)

@@ -14,14 +14,13 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from apps.audit.services import record
+from apps.audit.services import record_and_publish
 from apps.llm import selectors, validation
 from apps.llm.client import ProviderError, make_client
 from apps.llm.errors import LLMErrorCode
 from apps.llm.models import DEFAULT_TIMEOUT_SECONDS, Provider, model_field
-from apps.realtime import events
 from apps.tenants.actors import Actor
-from apps.tenants.errors import Conflict, ErrorCode, ServiceError
+from apps.tenants.errors import Conflict, ErrorCode, ServiceError, invalid_fields
 from apps.tenants.services import config_changed
 
 TOPIC = "llm"
@@ -64,13 +63,9 @@ def provider_data(provider: Provider) -> dict[str, Any]:
 
 
 def _emit(actor: Actor, verb: str, target_id: str, data: dict[str, Any]) -> None:
-    record(actor=actor, verb=verb, target_type="llm_provider", target_id=target_id, data=data)
-    events.publish(tenant=actor.tenant, topic=TOPIC, type=verb, data=data)
-
-
-def _invalid(errors: dict[str, list[str]]) -> ServiceError:
-    field, messages = next(iter(errors.items()))
-    return ServiceError(ErrorCode.INVALID, f"{field}: {messages[0]}", details=errors)
+    record_and_publish(
+        actor=actor, topic=TOPIC, verb=verb, target_type="llm_provider", target_id=target_id, data=data
+    )
 
 
 def _duplicate(name: str) -> Conflict:
@@ -143,7 +138,7 @@ def provider_create(
     }
     errors = validation.check_provider(values)
     if errors:
-        raise _invalid(errors)
+        raise invalid_fields(errors)
     tenant = actor.tenant
     if Provider.objects.for_tenant(tenant).filter(name=name).exists():
         raise _duplicate(name)
@@ -167,10 +162,10 @@ def provider_update(*, actor: Actor, provider: Provider, **changes: Any) -> Prov
     replaces every header; ``models`` changes the capabilities it names (``""`` clears one)."""
     unknown = set(changes) - set(FIELDS)
     if unknown:
-        raise _invalid({sorted(unknown)[0]: ["unknown field."]})
+        raise invalid_fields({sorted(unknown)[0]: ["unknown field."]})
     errors = validation.check_provider(changes)
     if errors:
-        raise _invalid(errors)
+        raise invalid_fields(errors)
     tenant = actor.tenant
     current = Provider.objects.for_tenant(tenant).select_for_update().filter(pk=provider.pk).first()
     if current is None:

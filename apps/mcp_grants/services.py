@@ -27,7 +27,7 @@ from apps.mcp_grants.models import (
 from apps.realtime import events
 from apps.runtime.scrubber import Scrubber
 from apps.tenants.actors import Actor
-from apps.tenants.errors import Conflict, ErrorCode, ServiceError
+from apps.tenants.errors import Conflict, ErrorCode, ServiceError, invalid_fields
 from apps.tenants.models import Agent
 from apps.tenants.services import config_changed
 
@@ -87,18 +87,13 @@ def _emit(actor: Actor, verb: str, target_type: str, target_id: str, data: dict[
     events.publish(tenant=actor.tenant, topic=TOPIC, type=verb, data=data)
 
 
-def _invalid(errors: dict[str, list[str]]) -> ServiceError:
-    field, messages = next(iter(errors.items()))
-    return ServiceError(ErrorCode.INVALID, f"{field}: {messages[0]}", details=errors)
-
-
 def _check_name(name: Any) -> str:
     if not isinstance(name, str):
-        raise _invalid({"name": ["a string."]})
+        raise invalid_fields({"name": ["a string."]})
     try:
         server_name_validator(name)
     except DjangoValidationError as exc:
-        raise _invalid({"name": [str(getattr(exc, "message", exc))]}) from None
+        raise invalid_fields({"name": [str(getattr(exc, "message", exc))]}) from None
     return name
 
 
@@ -116,7 +111,7 @@ def _check_prefix_free(actor: Actor, server: MCPServer) -> None:
 def _apply(server: MCPServer, fields: dict[str, Any]) -> None:
     errors = validation.check_server(fields)
     if errors:
-        raise _invalid(errors)
+        raise invalid_fields(errors)
     for key in SERVER_FIELDS:
         if key in fields:
             setattr(server, key, fields[key])
@@ -143,7 +138,7 @@ def server_create(*, actor: Actor, name: str, transport: str, **fields: Any) -> 
     registration commits."""
     unknown = set(fields) - set(SERVER_FIELDS)
     if unknown:
-        raise _invalid({sorted(unknown)[0]: ["unknown field."]})
+        raise invalid_fields({sorted(unknown)[0]: ["unknown field."]})
     name = _check_name(name)
     server = MCPServer(tenant=actor.tenant, name=name, created_by=actor.label[:255])
     _apply(server, {**_current_fields(server), **fields, "transport": transport})
@@ -165,7 +160,7 @@ def server_update(*, actor: Actor, server: MCPServer, **changes: Any) -> MCPServ
     validated as a whole; a change to how the server is reached has its tools discovered anew."""
     unknown = set(changes) - set(SERVER_FIELDS)
     if unknown:
-        raise _invalid({sorted(unknown)[0]: ["unknown field (the name cannot be changed)."]})
+        raise invalid_fields({sorted(unknown)[0]: ["unknown field (the name cannot be changed)."]})
     locked = MCPServer.objects.for_tenant(actor.tenant).select_for_update().get(pk=server.pk)
     before = _current_fields(locked)
     _apply(locked, {**before, **changes})
@@ -259,14 +254,14 @@ def _check_grant(
     if not isinstance(enabled, bool):
         errors["enabled"] = ["true or false."]
     if errors:
-        raise _invalid(errors)
+        raise invalid_fields(errors)
 
 
 def _check_user_id(user_id: Any) -> str:
     if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > MAX_USER_ID:
-        raise _invalid({"user_id": [f"1 to {MAX_USER_ID} characters."]})
+        raise invalid_fields({"user_id": [f"1 to {MAX_USER_ID} characters."]})
     if user_id in ("system",):
-        raise _invalid({"user_id": ["'system' is no user: synthetic identities ignore user grants."]})
+        raise invalid_fields({"user_id": ["'system' is no user: synthetic identities ignore user grants."]})
     return user_id
 
 
@@ -408,7 +403,7 @@ def request_create(
         raise ServiceError(ErrorCode.INVALID, "server: a server of this tenant only.")
     if scope == AccessRequest.Scope.AGENT:
         if agent is None:
-            raise _invalid({"agent": ["an agent-scoped request names the agent."]})
+            raise invalid_fields({"agent": ["an agent-scoped request names the agent."]})
         if agent.tenant_id != actor.tenant.pk:
             raise ServiceError(ErrorCode.INVALID, "agent: an agent of this tenant only.")
         user_id = ""
@@ -416,12 +411,12 @@ def request_create(
         user_id = _check_user_id(user_id)
         agent = None
     else:
-        raise _invalid({"scope": ["agent or user."]})
+        raise invalid_fields({"scope": ["agent or user."]})
     message = validation.tool_list_error(tool_allow, nullable=True)
     if message:
-        raise _invalid({"tool_allow": [message]})
+        raise invalid_fields({"tool_allow": [message]})
     if not isinstance(reason, str) or len(reason) > MAX_REASON:
-        raise _invalid({"reason": [f"at most {MAX_REASON} characters."]})
+        raise invalid_fields({"reason": [f"at most {MAX_REASON} characters."]})
     req = AccessRequest.objects.create(
         tenant=actor.tenant,
         server=server,
@@ -453,7 +448,7 @@ def request_review(
     it). A request of another tenant or none at all is 404, one decided already 409; either way nothing
     changes. After commit the decision is published on ``mcp`` and to the requester's ``me`` topic."""
     if not isinstance(note, str) or len(note) > MAX_REASON:
-        raise _invalid({"note": [f"at most {MAX_REASON} characters."]})
+        raise invalid_fields({"note": [f"at most {MAX_REASON} characters."]})
     try:
         request_id = uuid.UUID(str(request_id))
     except ValueError:
@@ -476,12 +471,14 @@ def request_review(
     if approved and tool_allow is not None:
         message = validation.tool_list_error(tool_allow, nullable=True)
         if message:
-            raise _invalid({"tool_allow": [message]})
+            raise invalid_fields({"tool_allow": [message]})
         outside = sorted(set(tool_allow) - set(req.tool_allow)) if req.tool_allow else []
         if outside:
-            raise _invalid({"tool_allow": [f"only tools the request asked for: {', '.join(outside[:5])}."]})
+            raise invalid_fields(
+                {"tool_allow": [f"only tools the request asked for: {', '.join(outside[:5])}."]}
+            )
         if not tool_allow:
-            raise _invalid({"tool_allow": ["name at least one tool, or reject the request."]})
+            raise invalid_fields({"tool_allow": ["name at least one tool, or reject the request."]})
         granted = tool_allow
     req.status = AccessRequest.Status.APPROVED if approved else AccessRequest.Status.REJECTED
     req.reviewed_by = actor.label[:255]
@@ -555,7 +552,7 @@ def _check_credentials(server: MCPServer, api_key: Any, headers: Any, env: Any) 
         if messages:
             errors["env"] = messages
     if errors:
-        raise _invalid(errors)
+        raise invalid_fields(errors)
 
 
 @transaction.atomic

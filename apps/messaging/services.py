@@ -19,14 +19,13 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from apps.audit.services import record
+from apps.audit.services import record_and_publish
 from apps.messaging import validation
 from apps.messaging.errors import MessagingErrorCode
 from apps.messaging.models import MAX_ERROR_CHARS, MAX_TEXT_CHARS, TELEGRAM_API_BASE, Channel, OutboundMessage
 from apps.messaging.senders import Outgoing, SendError, sender_for
-from apps.realtime import events
 from apps.tenants.actors import Actor
-from apps.tenants.errors import Conflict, ErrorCode, ServiceError
+from apps.tenants.errors import Conflict, ErrorCode, ServiceError, invalid_fields
 from apps.tenants.services import config_changed
 
 TOPIC = "messaging"
@@ -86,13 +85,9 @@ def message_data(message: OutboundMessage) -> dict[str, Any]:
 
 
 def _emit(actor: Actor, verb: str, target_type: str, target_id: str, data: dict[str, Any]) -> None:
-    record(actor=actor, verb=verb, target_type=target_type, target_id=target_id, data=data)
-    events.publish(tenant=actor.tenant, topic=TOPIC, type=verb, data=data)
-
-
-def _invalid(errors: dict[str, list[str]]) -> ServiceError:
-    field, messages = next(iter(errors.items()))
-    return ServiceError(ErrorCode.INVALID, f"{field}: {messages[0]}", details=errors)
+    record_and_publish(
+        actor=actor, topic=TOPIC, verb=verb, target_type=target_type, target_id=target_id, data=data
+    )
 
 
 def _duplicate(name: str) -> Conflict:
@@ -160,7 +155,7 @@ def channel_create(
     if kind == Channel.Kind.TELEGRAM and not secret and "secret" not in errors:
         errors["secret"] = ["required: the bot token BotFather gave."]
     if errors:
-        raise _invalid(errors)
+        raise invalid_fields(errors)
     if Channel.objects.for_tenant(tenant).filter(name=name).exists():
         raise _duplicate(name)
     channel = Channel(tenant=tenant, kind=kind, created_by=actor.label[:255])
@@ -179,19 +174,19 @@ def channel_update(*, actor: Actor, channel: Channel, **changes: Any) -> Channel
     stored ones."""
     unknown = set(changes) - set(FIELDS)
     if unknown:
-        raise _invalid({sorted(unknown)[0]: ["unknown field."]})
+        raise invalid_fields({sorted(unknown)[0]: ["unknown field."]})
     tenant = actor.tenant
     current = Channel.objects.for_tenant(tenant).select_for_update().filter(pk=channel.pk).first()
     if current is None:
         raise ServiceError(ErrorCode.NOT_FOUND, "No channel with this id.", status=404)
     if "kind" in changes and changes["kind"] != current.kind:
-        raise _invalid({"kind": ["cannot be changed; add a new channel of the other kind."]})
+        raise invalid_fields({"kind": ["cannot be changed; add a new channel of the other kind."]})
     changes.pop("kind", None)
     errors = validation.check_channel(changes, kind=current.kind, tenant=tenant)
     if current.kind == Channel.Kind.TELEGRAM and changes.get("secret") == "" and "secret" not in errors:
         errors["secret"] = ["a Telegram channel needs its bot token; leave it out to keep the stored one."]
     if errors:
-        raise _invalid(errors)
+        raise invalid_fields(errors)
     if (
         "name" in changes
         and Channel.objects.for_tenant(tenant).exclude(pk=current.pk).filter(name=changes["name"]).exists()

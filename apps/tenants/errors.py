@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -51,3 +52,10 @@ class Conflict(ServiceError):
 
 class Forbidden(ServiceError):
     status = 403
+
+
+def invalid_fields(errors: Mapping[str, list[str]]) -> ServiceError:
+    """The error for problems found by field: the first one as ``field: message``, all of them in
+    ``details``. ``errors`` holds at least one field."""
+    field, messages = next(iter(errors.items()))
+    return ServiceError(ErrorCode.INVALID, f"{field}: {messages[0]}", details=dict(errors))
