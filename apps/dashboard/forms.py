@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from django import forms
@@ -37,14 +38,16 @@ def add_service_error(form: forms.Form, exc: ServiceError) -> None:
         form.add_error(None, exc.message)
 
 
-def parse_json_object(raw: str | None, *, example: str) -> dict[str, Any]:
-    """A form field's JSON object text as a dict (blank is ``{}``), bounded in size, with the parser's
-    line and column in the error."""
+def parse_json_object(
+    raw: str | None, *, example: str, max_bytes: int | None = MAX_SETTINGS_BYTES
+) -> dict[str, Any]:
+    """A form field's JSON object text as a dict (blank is ``{}``), bounded to ``max_bytes`` (None: the
+    field's own length limit is the bound), with the parser's line and column in the error."""
     text = (raw or "").strip()
     if not text:
         return {}
-    if len(text.encode()) > MAX_SETTINGS_BYTES:
-        raise forms.ValidationError(f"At most {MAX_SETTINGS_BYTES} bytes of JSON.")
+    if max_bytes is not None and len(text.encode()) > max_bytes:
+        raise forms.ValidationError(f"At most {max_bytes} bytes of JSON.")
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -54,6 +57,24 @@ def parse_json_object(raw: str | None, *, example: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise forms.ValidationError(f"Must be a JSON object, like {example}.")
     return value
+
+
+def stored_secret_help(noun: str, *, stored: bool, hint: str) -> str:
+    """The help text of a write-only secret field on an edit form: whether a ``noun`` is stored (with
+    ``hint``, its last characters, when given) and that a blank field keeps it."""
+    if not stored:
+        return f"No {noun} is stored. Leave blank for none."
+    shown = f"A {noun} ending in …{hint} is stored" if hint else f"A {noun} is stored"
+    return f"{shown}. Leave blank to keep it."
+
+
+def stored_headers_help(names: Iterable[str]) -> str | None:
+    """The help text of a write-only headers field on an edit form naming the stored headers, or None
+    when none is stored."""
+    listed = ", ".join(sorted(names))
+    if not listed:
+        return None
+    return f"Write-only; stored: {listed}. Leave blank to keep them, or enter {{}} to remove them."
 
 
 class DashboardForm(forms.Form):

@@ -10,19 +10,25 @@ refusal is shown on the form with nothing saved.
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
 from django import forms
-from django.contrib import messages
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
-from apps.dashboard.forms import DashboardForm, add_service_error
+from apps.dashboard.forms import (
+    DashboardForm,
+    add_service_error,
+    parse_json_object,
+    stored_headers_help,
+    stored_secret_help,
+)
+from apps.dashboard.forms_mcp import WriteOnlyTextarea
 from apps.dashboard.views.confirm import confirm_action
+from apps.dashboard.views.submit import submit_form
 from apps.llm import selectors, services
 from apps.llm.models import CAPABILITIES, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, Provider
 from apps.tenants.errors import ServiceError
@@ -31,13 +37,7 @@ from apps.tenants.roles import Role
 MAX_PROVIDERS = 200
 PLACEHOLDER = uuid.UUID(int=0)  # a provider's id in URL templates the page's script fills in
 MODEL_PREFIX = "model_"
-
-
-class WriteOnlyTextarea(forms.Textarea):
-    """A textarea that never shows a value back (the headers hold secrets, even on a refused form)."""
-
-    def format_value(self, value: Any) -> str | None:
-        return None
+HEADERS_EXAMPLE = '{"OpenAI-Organization": "org-…"}'
 
 
 class ProviderForm(DashboardForm):
@@ -60,7 +60,7 @@ class ProviderForm(DashboardForm):
     extra_headers = forms.CharField(
         required=False,
         widget=WriteOnlyTextarea(attrs={"rows": 3, "class": "mono", "spellcheck": "false"}),
-        help_text='A JSON object of header names to values, e.g. {"OpenAI-Organization": "org-…"}.',
+        help_text=f"A JSON object of header names to values, e.g. {HEADERS_EXAMPLE}.",
     )
     timeout_seconds = forms.IntegerField(
         min_value=MIN_TIMEOUT_SECONDS, max_value=MAX_TIMEOUT_SECONDS, initial=60, label="Timeout (seconds)"
@@ -89,35 +89,15 @@ class ProviderForm(DashboardForm):
             del self.fields["clear_api_key"]
             self.fields["api_key"].help_text = "Write-only: it is never shown again."
         else:
-            hint = services.key_hint(provider.api_key)
-            stored = (
-                (f"A key ending in …{hint} is stored" if hint else "A key is stored")
-                if provider.api_key
-                else ""
+            self.fields["api_key"].help_text = stored_secret_help(
+                "key", stored=bool(provider.api_key), hint=services.key_hint(provider.api_key)
             )
-            self.fields["api_key"].help_text = (
-                f"{stored}. Leave blank to keep it." if stored else "No key is stored. Leave blank for none."
-            )
-            names = ", ".join(sorted(provider.extra_headers))
-            self.fields["extra_headers"].help_text = (
-                f"Write-only; stored: {names}. Leave blank to keep them, or enter {{}} to remove them."
-                if names
-                else self.fields["extra_headers"].help_text
-            )
+            if headers_help := stored_headers_help(provider.extra_headers):
+                self.fields["extra_headers"].help_text = headers_help
 
     def clean_extra_headers(self) -> dict[str, Any] | None:
         text = (self.cleaned_data.get("extra_headers") or "").strip()
-        if not text:
-            return None
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(
-                f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-            ) from None
-        if not isinstance(value, dict):
-            raise forms.ValidationError('Must be a JSON object, like {"OpenAI-Organization": "org-…"}.')
-        return value
+        return parse_json_object(text, example=HEADERS_EXAMPLE, max_bytes=None) if text else None
 
     def values(self) -> dict[str, Any]:
         """The fields as the services take them (the key and headers left out when blank)."""
@@ -197,15 +177,14 @@ def provider_list(request: DashboardRequest) -> HttpResponse:
 def provider_create(request: DashboardRequest) -> HttpResponse:
     """Add a provider."""
     form = ProviderForm(request.POST if request.method == "POST" else None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            provider = services.provider_create(actor=request.actor, **form.values())
-        except ServiceError as exc:
-            _place_error(form, exc)
-        else:
-            messages.success(request, f"Provider {provider.name} added.")
-            return redirect("dashboard:providers")
-    return render(request, "dashboard/llm/form.html", {"form": form, "provider": None})
+
+    def save() -> str:
+        provider = services.provider_create(actor=request.actor, **form.values())
+        return f"Provider {provider.name} added."
+
+    return submit_form(
+        request, form, save=save, back="dashboard:providers", place_error=_place_error
+    ) or render(request, "dashboard/llm/form.html", {"form": form, "provider": None})
 
 
 @dashboard_view(Role.ADMIN)
@@ -217,15 +196,14 @@ def provider_edit(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
         provider=provider,
         initial=ProviderForm.initial_for(provider),
     )
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.provider_update(actor=request.actor, provider=provider, **form.values())
-        except ServiceError as exc:
-            _place_error(form, exc)
-        else:
-            messages.success(request, f"Provider {form.cleaned_data['name']} saved.")
-            return redirect("dashboard:providers")
-    return render(request, "dashboard/llm/form.html", {"form": form, "provider": provider})
+
+    def save() -> str:
+        services.provider_update(actor=request.actor, provider=provider, **form.values())
+        return f"Provider {form.cleaned_data['name']} saved."
+
+    return submit_form(
+        request, form, save=save, back="dashboard:providers", place_error=_place_error
+    ) or render(request, "dashboard/llm/form.html", {"form": form, "provider": provider})
 
 
 @dashboard_view(Role.ADMIN, methods=("GET", "HEAD", "POST"))

@@ -16,16 +16,22 @@ import uuid
 from typing import Any
 
 from django import forms
-from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
-from apps.dashboard.forms import DashboardForm, add_service_error
+from apps.dashboard.forms import (
+    DashboardForm,
+    add_service_error,
+    parse_json_object,
+    stored_headers_help,
+    stored_secret_help,
+)
 from apps.dashboard.forms_mcp import MONO, WriteOnlyTextarea
 from apps.dashboard.views.confirm import confirm_action
+from apps.dashboard.views.submit import submit_form
 from apps.messaging import selectors, services
 from apps.messaging.models import MAX_CHAT_ID_CHARS, MAX_URL_CHARS, Channel
 from apps.tenants.errors import ServiceError
@@ -37,19 +43,8 @@ MAX_AGENT_CHOICES = 200
 MAX_JSON_CHARS = 64 * 1024
 PAGE_SIZE = 50
 PLACEHOLDER = uuid.UUID(int=0)  # a channel's id in URL templates the page's script fills in
+HEADERS_EXAMPLE = '{"Authorization": "Bearer …"}'
 TOPICS_EXAMPLE = '{"-100123:topic:45": ["web_search", "group:memory"]}'
-
-
-def _json_object(text: str, example: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise forms.ValidationError(
-            f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-        ) from None
-    if not isinstance(value, dict):
-        raise forms.ValidationError(f"Must be a JSON object, like {example}.")
-    return value
 
 
 class ChannelForm(DashboardForm):
@@ -78,7 +73,7 @@ class ChannelForm(DashboardForm):
         required=False,
         max_length=MAX_JSON_CHARS,
         widget=WriteOnlyTextarea(attrs={**MONO, "rows": 3}),
-        help_text='Write-only. A JSON object of header names to values, e.g. {"Authorization": "Bearer …"}.',
+        help_text=f"Write-only. A JSON object of header names to values, e.g. {HEADERS_EXAMPLE}.",
     )
     default_chat_id = forms.CharField(
         required=False,
@@ -114,32 +109,23 @@ class ChannelForm(DashboardForm):
             )
             return
         self.fields["kind"].disabled = True
-        hint = services.secret_hint(channel.secret)
-        stored = (
-            (f"A secret ending in …{hint} is stored" if hint else "A secret is stored")
-            if channel.secret
-            else ""
-        )
-        self.fields["secret"].help_text = (
-            f"{stored}. Leave blank to keep it." if stored else "No secret is stored. Leave blank for none."
+        self.fields["secret"].help_text = stored_secret_help(
+            "secret", stored=bool(channel.secret), hint=services.secret_hint(channel.secret)
         )
         if channel.kind == Channel.Kind.TELEGRAM:
             del self.fields["clear_secret"]
-        names = ", ".join(sorted(channel.extra_headers))
-        if names:
-            self.fields[
-                "extra_headers"
-            ].help_text = (
-                f"Write-only; stored: {names}. Leave blank to keep them, or enter {{}} to remove them."
-            )
+        if headers_help := stored_headers_help(channel.extra_headers):
+            self.fields["extra_headers"].help_text = headers_help
 
     def clean_extra_headers(self) -> dict[str, Any] | None:
         text = (self.cleaned_data.get("extra_headers") or "").strip()
-        return _json_object(text, '{"Authorization": "Bearer …"}') if text else None
+        return (
+            parse_json_object(text, example='{"Authorization": "Bearer …"}', max_bytes=None) if text else None
+        )
 
     def clean_topics(self) -> dict[str, Any]:
         text = (self.cleaned_data.get("topics") or "").strip()
-        return _json_object(text, TOPICS_EXAMPLE) if text else {}
+        return parse_json_object(text, example=TOPICS_EXAMPLE, max_bytes=None)
 
     def values(self) -> dict[str, Any]:
         """The fields as the services take them (the secret and headers left out when blank)."""
@@ -225,15 +211,14 @@ def channel_list(request: DashboardRequest) -> HttpResponse:
 def channel_create(request: DashboardRequest) -> HttpResponse:
     """Add a channel."""
     form = ChannelForm(request.POST if request.method == "POST" else None, agents=_agents(request, None))
-    if request.method == "POST" and form.is_valid():
-        try:
-            channel = services.channel_create(actor=request.actor, **form.values())
-        except ServiceError as exc:
-            add_service_error(form, exc)
-        else:
-            messages.success(request, f"Channel {channel.name} added.")
-            return redirect("dashboard:channels")
-    return render(request, "dashboard/messaging/form.html", {"form": form, "channel": None})
+
+    def save() -> str:
+        channel = services.channel_create(actor=request.actor, **form.values())
+        return f"Channel {channel.name} added."
+
+    return submit_form(request, form, save=save, back="dashboard:channels") or render(
+        request, "dashboard/messaging/form.html", {"form": form, "channel": None}
+    )
 
 
 @dashboard_view(Role.ADMIN)
@@ -246,15 +231,14 @@ def channel_edit(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
         agents=_agents(request, channel),
         initial=ChannelForm.initial_for(channel),
     )
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.channel_update(actor=request.actor, channel=channel, **form.values())
-        except ServiceError as exc:
-            add_service_error(form, exc)
-        else:
-            messages.success(request, f"Channel {form.cleaned_data['name']} saved.")
-            return redirect("dashboard:channels")
-    return render(request, "dashboard/messaging/form.html", {"form": form, "channel": channel})
+
+    def save() -> str:
+        services.channel_update(actor=request.actor, channel=channel, **form.values())
+        return f"Channel {form.cleaned_data['name']} saved."
+
+    return submit_form(request, form, save=save, back="dashboard:channels") or render(
+        request, "dashboard/messaging/form.html", {"form": form, "channel": channel}
+    )
 
 
 @dashboard_view(Role.ADMIN)
