@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apps.llm import media
-from apps.llm.client import ProviderClient, ProviderError, client_for, make_client
+from apps.llm.client import ChatResult, GeneratedFile, ProviderClient, ProviderError, client_for, make_client
 from apps.llm.media import InputFile, MediaError, SavedFile
 from apps.llm.selectors import ProviderUnavailable, pick
 from apps.runtime.context import CallContext
@@ -93,6 +93,21 @@ def _client(ctx: CallContext, capability: str, args: dict[str, Any]) -> tuple[Pr
     return client, model
 
 
+def _save(
+    ctx: CallContext, tool_name: str, args: dict[str, Any], output: GeneratedFile, index: int | None = None
+) -> SavedFile:
+    """Save a generated file in the workspace, at the call's ``path`` or under a generated name."""
+    return media.save_output(
+        ctx,
+        tool=tool_name,
+        path=_text(args, "path") or None,
+        data=output.data,
+        extension=output.extension,
+        media_type=output.media_type,
+        index=index,
+    )
+
+
 def _saved_message(verb: str, files: list[SavedFile], client: ProviderClient, model: str) -> str:
     lines = [f"{verb} with {client.name} ({model}):"]
     lines += [f"- {f.path} ({f.bytes} bytes, {f.media_type})" for f in files]
@@ -124,17 +139,8 @@ def create_image(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         raise _ArgError("argument 'n' must be a whole number from 1 to 4.")
     client, model = _client(ctx, "image", args)
     images = client.images(prompt, model=model, size=_text(args, "size") or None, n=count)
-    path = _text(args, "path") or None
     files = [
-        media.save_output(
-            ctx,
-            tool="create_image",
-            path=path,
-            data=image.data,
-            extension=image.extension,
-            media_type=image.media_type,
-            index=index if len(images) > 1 else None,
-        )
+        _save(ctx, "create_image", args, image, index if len(images) > 1 else None)
         for index, image in enumerate(images, 1)
     ]
     revised = next((i.note for i in images if i.note), "")
@@ -155,14 +161,7 @@ def tts(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     fmt = _text(args, "format") or "mp3"
     client, model = _client(ctx, "speech", args)
     audio = client.speech(text, model=model, voice=_text(args, "voice") or DEFAULT_VOICE, fmt=fmt)
-    saved = media.save_output(
-        ctx,
-        tool="tts",
-        path=_text(args, "path") or None,
-        data=audio.data,
-        extension=audio.extension,
-        media_type=audio.media_type,
-    )
+    saved = _save(ctx, "tts", args, audio)
     return _saved_result("Spoke the text", [saved], client, model)
 
 
@@ -174,14 +173,7 @@ def create_audio(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     fmt = _text(args, "format") or "mp3"
     client, model = _client(ctx, "audio", args)
     audio = client.create_audio(prompt, model=model, voice=_text(args, "voice") or DEFAULT_VOICE, fmt=fmt)
-    saved = media.save_output(
-        ctx,
-        tool="create_audio",
-        path=_text(args, "path") or None,
-        data=audio.data,
-        extension=audio.extension,
-        media_type=audio.media_type,
-    )
+    saved = _save(ctx, "create_audio", args, audio)
     note = f"Transcript: {audio.note[:2000]}" if audio.note else ""
     return _saved_result("Created audio", [saved], client, model, note=note)
 
@@ -225,14 +217,7 @@ def create_video(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
             provider=client.name,
         )
     video = client.video_content(job.id)
-    saved = media.save_output(
-        ctx,
-        tool="create_video",
-        path=_text(args, "path") or None,
-        data=video.data,
-        extension=video.extension,
-        media_type=video.media_type,
-    )
+    saved = _save(ctx, "create_video", args, video)
     return _saved_result(f"Created the video {job.id}", [saved], client, model, video_id=job.id)
 
 
@@ -259,6 +244,23 @@ def _answer(text: str) -> str:
     return text
 
 
+def _look_at(client: ProviderClient, model: str, file: InputFile, *, part: str, prompt: str) -> ChatResult:
+    """Ask the vision model ``prompt`` about ``file``, sent inline as a ``part`` (``image_url`` or
+    ``video_url``) data URL."""
+    content = [{"type": "text", "text": prompt}, {"type": part, part: {"url": _data_url(file)}}]
+    return client.chat([{"role": "user", "content": content}], model=model)
+
+
+def _seen_result(result: ChatResult, file: InputFile, client: ProviderClient) -> ToolResult:
+    return ToolResult.ok(
+        _answer(result.content),
+        source=file.shown,
+        provider=client.name,
+        model=result.model,
+        usage=result.usage.__dict__,
+    )
+
+
 @tool("read_image")
 @_guard("read_image")
 def read_image(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
@@ -270,25 +272,8 @@ def read_image(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
             f"{image.shown} is not an image ({image.media_type}); read_image reads PNG, JPEG, GIF or WebP."
         )
     prompt = _text(args, "prompt") or "Describe this image."
-    result = client.chat(
-        [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": prompt},
-                    {"type": "image_url", "image_url": {"url": _data_url(image)}},
-                ],
-            }
-        ],
-        model=model,
-    )
-    return ToolResult.ok(
-        _answer(result.content),
-        source=image.shown,
-        provider=client.name,
-        model=result.model,
-        usage=result.usage.__dict__,
-    )
+    result = _look_at(client, model, image, part="image_url", prompt=prompt)
+    return _seen_result(result, image, client)
 
 
 @tool("read_video")
@@ -301,18 +286,7 @@ def read_video(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         raise MediaError(f"{video.shown} is not a video ({video.media_type}); read_video reads MP4 or WebM.")
     prompt = _text(args, "prompt") or "Describe this video."
     try:
-        result = client.chat(
-            [
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "text", "text": prompt},
-                        {"type": "video_url", "video_url": {"url": _data_url(video)}},
-                    ],
-                }
-            ],
-            model=model,
-        )
+        result = _look_at(client, model, video, part="video_url", prompt=prompt)
     except ProviderError as exc:
         if exc.status in (400, 415, 422):
             return ToolResult.error(
@@ -322,13 +296,7 @@ def read_video(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
                 status=exc.status,
             )
         raise
-    return ToolResult.ok(
-        _answer(result.content),
-        source=video.shown,
-        provider=client.name,
-        model=result.model,
-        usage=result.usage.__dict__,
-    )
+    return _seen_result(result, video, client)
 
 
 @tool("read_audio")
