@@ -353,7 +353,9 @@ def _turn(run: Run, actor: Actor, *, deadline: float) -> None:
         if wire_calls:
             assistant["tool_calls"] = wire_calls
         messages.append(assistant)
-        run.save(update_fields=["iterations", "input_tokens", "output_tokens", "model", "updated_at"])
+        run.save(
+            update_fields=["iterations", "tool_calls", "input_tokens", "output_tokens", "model", "updated_at"]
+        )
         services.publish(run, "run.progress")
         if not calls:
             run.refresh_from_db(fields=["cancel_requested"])
@@ -396,6 +398,8 @@ def _tool_result(
         tool_call_id=str(call["id"])[:200] or "call",
     )
     messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+    run.save(update_fields=["tool_calls", "updated_at"])
+    services.publish(run, "run.progress")
 
 
 def _park(run: Run, approval_id: uuid.UUID, calls: list[dict[str, Any]]) -> bool:

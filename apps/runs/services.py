@@ -41,6 +41,9 @@ def run_data(run: Run) -> dict[str, Any]:
         "input_tokens": run.input_tokens,
         "output_tokens": run.output_tokens,
         "error": run.error[:500],
+        "model": run.model,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "awaiting_approval": str(run.awaiting_approval) if run.awaiting_approval else None,
     }
 

@@ -22,6 +22,13 @@
     return node;
   }
 
+  // "2026-11-22T10:15:03.123456+00:00" as the page shows times: "2026-11-22 10:15:03" (UTC).
+  function utc(iso) {
+    const when = new Date(iso);
+    if (isNaN(when.getTime())) return String(iso);
+    return when.toISOString().slice(0, 19).replace("T", " ");
+  }
+
   function setField(scope, name, value) {
     scope.querySelectorAll('[data-field="' + name + '"]').forEach(function (node) {
       node.textContent = value;
@@ -35,6 +42,13 @@
     if (typeof data.tool_calls === "number") setField(scope, "tool_calls", String(data.tool_calls));
     if (typeof data.input_tokens === "number") {
       setField(scope, "tokens", data.input_tokens + " / " + (data.output_tokens || 0));
+    }
+    if ("finished_at" in data) setField(scope, "finished", data.finished_at ? utc(data.finished_at) : "—");
+    if ("started_at" in data) setField(scope, "started", data.started_at ? utc(data.started_at) : "—");
+    if (typeof data.model === "string") setField(scope, "model", data.model || "—");
+    const error = scope.querySelector('[data-field="error"]');
+    if (error && typeof data.error === "string") {
+      error.replaceChildren(data.error ? text("pre", data.error, "wrap call-error") : text("span", "none", "muted"));
     }
     const awaiting = scope.querySelector("[data-awaiting]");
     if (awaiting && "awaiting_approval" in data) {
@@ -91,7 +105,10 @@
         session.append(a);
       }
       row.append(session);
-      row.append(text("td", ""));
+      const input = String(data.input || "");
+      const inputCell = text("td", input.length > 120 ? input.slice(0, 119) + "…" : input, "small");
+      inputCell.title = input.slice(0, 500);
+      row.append(inputCell);
       ["iterations", "tool_calls", "tokens"].forEach(function (name) {
         const cell = text("td", "", "num");
         cell.dataset.field = name;

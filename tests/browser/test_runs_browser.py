@@ -12,6 +12,7 @@ against the scripted provider on 127.0.0.2.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -145,6 +146,7 @@ def test_the_runs_list_follows_a_run_its_runner_claims_and_finishes_and_shows_a_
         expect(rows.first.locator('[data-field="status"]')).to_have_text("queued")
         expect(rows.first).to_contain_text("bot")
         expect(rows.first).to_contain_text("chat")
+        expect(rows.first).to_contain_text("Check the backups.")
         assert page.evaluate("window.__sameDocument") is True
         shot(page, "runs-list-live")
 
@@ -244,6 +246,10 @@ def test_a_run_page_shows_the_transcript_grow_live_with_tool_calls_and_results(
             expect(result.locator('[data-field="tool-call-id"]')).to_have_text("call_clock_1")
             expect(result).to_contain_text("JST (UTC+09:00)")
             expect(page.get_by_role("link", name="Cancel run…")).to_be_visible()
+            # The counters follow the run as it works: one tool call, the model's name, not finished.
+            expect(page.locator("[data-run] [data-field='tool_calls']")).to_have_text("1")
+            expect(page.locator("[data-run] [data-field='model']")).to_have_text("fake-chat-2026")
+            expect(page.locator("[data-run] [data-field='finished']")).to_have_text("—")
             shot(page, "run-transcript-working")
         finally:
             release.set()
@@ -258,6 +264,9 @@ def test_a_run_page_shows_the_transcript_grow_live_with_tool_calls_and_results(
         expect(page.locator("[data-run] [data-field='iterations']")).to_have_text("2")
         expect(page.locator("[data-run] [data-field='tool_calls']")).to_have_text("1")
         expect(page.get_by_role("link", name="Cancel run…")).to_have_count(0)
+        expect(page.locator("[data-run] [data-field='finished']")).to_have_text(
+            re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
+        )
         assert page.locator("ol[data-transcript] img").count() == 0
         assert page.evaluate("window.__xss") is None
         assert page.evaluate("window.__sameDocument") is True
