@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.llm.fake_provider import PUBLIC_IP, FakeProvider
+from tests.local_http import serving
 from tests.processes import LiveProcesses
 
 
@@ -21,3 +23,20 @@ def sockets() -> Iterator[contextlib.ExitStack]:
     """Holds the sockets a test opens and closes them, whatever the outcome."""
     with contextlib.ExitStack() as stack:
         yield stack
+
+
+@pytest.fixture
+def provider_processes(django_db_setup: None) -> Iterator[tuple[LiveProcesses, FakeProvider]]:
+    """A django-q2 cluster allowed to reach the scripted provider on 127.0.0.2, and the provider."""
+    from django.db import connection
+
+    processes = LiveProcesses(
+        db_name=connection.settings_dict["NAME"],
+        extra_env={"TOOLGATE_SSRF_ALLOW_NETS": f"{PUBLIC_IP}/32"},
+        label="runs-",
+    )
+    try:
+        with serving(PUBLIC_IP) as server:
+            yield processes, FakeProvider(server).install()
+    finally:
+        processes.stop_all()

@@ -5,8 +5,6 @@ and the run's events reach a websocket client on daphne."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,37 +19,10 @@ from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories
 from tests.live.wsclient import event_of, open_socket
-from tests.llm.fake_provider import KEY, PUBLIC_IP, FakeProvider, chat_answer
-from tests.local_http import serving
-from tests.processes import LiveProcesses
+from tests.llm.fake_provider import KEY, PUBLIC_IP, chat_answer
+from tests.processes import wait_until
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def cluster(django_db_setup: None) -> Iterator[tuple[LiveProcesses, FakeProvider]]:
-    from django.db import connection
-
-    processes = LiveProcesses(
-        db_name=connection.settings_dict["NAME"],
-        extra_env={"TOOLGATE_SSRF_ALLOW_NETS": f"{PUBLIC_IP}/32", "Q_WORKERS": "1"},
-        label="run-approvals-",
-    )
-    try:
-        with serving(PUBLIC_IP) as server:
-            yield processes, FakeProvider(server).install()
-    finally:
-        processes.stop_all()
-
-
-def wait_until(check: Any, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.25)
-    raise AssertionError(f"not within {timeout:g}s")
 
 
 def script(request: dict[str, Any]) -> dict[str, Any]:
@@ -75,9 +46,10 @@ def script(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_waiting_run_frees_its_worker_and_goes_on_after_the_decision(
-    cluster, live, daphne, sockets, settings, tenant_a
+    provider_processes, live, daphne, sockets, settings, tenant_a
 ):
-    processes, fake = cluster
+    processes, fake = provider_processes
+    processes.extra_env["Q_WORKERS"] = "1"  # one worker: a waiting run must not hold it
     settings.TOOLGATE_SSRF_ALLOW_NETS = f"{PUBLIC_IP}/32"
     system = Actor.system(tenant_a)
     agent = tenant_services.agent_create(actor=system, key="bot", name="Bot")

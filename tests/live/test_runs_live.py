@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -26,8 +24,7 @@ from apps.tenants.roles import Role
 from tests import factories
 from tests.live.wsclient import EventSocket, event_of, open_socket
 from tests.llm.fake_provider import KEY, PUBLIC_IP, FakeProvider, chat_answer
-from tests.local_http import serving
-from tests.processes import LiveProcesses
+from tests.processes import LiveProcesses, wait_until
 from tests.teams.conftest import Crew, make_crew
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
@@ -79,33 +76,6 @@ def test_an_external_runner_takes_a_run_from_the_websocket(live, daphne, sockets
     assert finished.json()["status"] == "completed"
     done = sock.wait_for(lambda m: event_of(m, topic="runs", type="run.finished", id=run_id))["event"]["data"]
     assert (done["status"], done["tool_calls"]) == ("completed", 1)
-
-
-@pytest.fixture
-def provider_processes(django_db_setup: None) -> Iterator[tuple[LiveProcesses, FakeProvider]]:
-    """A django-q2 cluster allowed to reach the scripted provider on 127.0.0.2, and the provider."""
-    from django.db import connection
-
-    processes = LiveProcesses(
-        db_name=connection.settings_dict["NAME"],
-        extra_env={"TOOLGATE_SSRF_ALLOW_NETS": f"{PUBLIC_IP}/32"},
-        label="runs-",
-    )
-    try:
-        with serving(PUBLIC_IP) as server:
-            yield processes, FakeProvider(server).install()
-    finally:
-        processes.stop_all()
-
-
-def wait_until(check: Any, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.25)
-    raise AssertionError(f"not within {timeout:g}s")
 
 
 def test_a_spawned_subagent_runs_on_the_cluster_and_is_announced(provider_processes, settings, tenant_a):
