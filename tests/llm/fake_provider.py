@@ -45,6 +45,28 @@ def chat_answer(
     }
 
 
+def tool_call(name: str, args: dict[str, Any], n: int = 1) -> dict[str, Any]:
+    """A function call as a chat answer carries it, with the id ``call_<name>_<n>``."""
+    return {
+        "id": f"call_{name}_{n}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
+
+
+def scripted(*answers: dict[str, Any]) -> ChatScript:
+    """Answers in order, one per chat request (the last one again after that); the requests are kept in
+    ``.requests`` for inspection."""
+    requests: list[dict[str, Any]] = []
+
+    def chat(request: dict[str, Any]) -> dict[str, Any]:
+        requests.append(request)
+        return answers[min(len(requests), len(answers)) - 1]
+
+    chat.requests = requests  # type: ignore[attr-defined]
+    return chat
+
+
 def _echo_chat(request: dict[str, Any]) -> dict[str, Any]:
     """Answers what it was asked about: the last user text, and the kinds of parts it carried."""
     last = request["messages"][-1]["content"]

@@ -4,7 +4,6 @@ and the run goes on from the result in a new job. Cancelling a waiting run denie
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -22,7 +21,8 @@ from apps.teams import board, dispatch
 from apps.teams.models import Task
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
-from tests.llm.fake_provider import chat_answer
+from tests.llm.fake_provider import chat_answer, scripted
+from tests.llm.fake_provider import tool_call as call
 from tests.teams.conftest import make_crew
 
 pytestmark = pytest.mark.django_db
@@ -40,25 +40,6 @@ def ask_on_miss(tenant_a: Tenant, settings: Any) -> None:
     }
     policy_services.policy_save(Actor.system(tenant_a), target, document)
     tenant_a.refresh_from_db()
-
-
-def call(name: str, args: dict[str, Any], n: int = 1) -> dict[str, Any]:
-    return {
-        "id": f"call_{name}_{n}",
-        "type": "function",
-        "function": {"name": name, "arguments": json.dumps(args)},
-    }
-
-
-def scripted(*answers: dict[str, Any]):
-    requests: list[dict[str, Any]] = []
-
-    def chat(request: dict[str, Any]) -> dict[str, Any]:
-        requests.append(request)
-        return answers[min(len(requests), len(answers)) - 1]
-
-    chat.requests = requests  # type: ignore[attr-defined]
-    return chat
 
 
 def asks_for_exec(fake: Any, command: str) -> None:

@@ -15,29 +15,10 @@ from apps.runs.runner import FINAL_ITERATION
 from apps.runtime.workspace import workspace_for
 from apps.sessions.models import SessionMessage
 from apps.tenants.actors import Actor
-from tests.llm.fake_provider import chat_answer
+from tests.llm.fake_provider import chat_answer, scripted
+from tests.llm.fake_provider import tool_call as call
 
 pytestmark = pytest.mark.django_db
-
-
-def call(name: str, args: dict[str, Any], n: int = 1) -> dict[str, Any]:
-    return {
-        "id": f"call_{name}_{n}",
-        "type": "function",
-        "function": {"name": name, "arguments": json.dumps(args)},
-    }
-
-
-def scripted(*answers: dict[str, Any]):
-    """Answers in order, one per chat request; the requests are kept for inspection."""
-    requests: list[dict[str, Any]] = []
-
-    def chat(request: dict[str, Any]) -> dict[str, Any]:
-        requests.append(request)
-        return answers[min(len(requests), len(answers)) - 1]
-
-    chat.requests = requests  # type: ignore[attr-defined]
-    return chat
 
 
 def start(client, **body: Any):
