@@ -204,16 +204,21 @@ def _finish(run: Run, status: str, *, output: str = "", error: str = "") -> None
         subagents.finished(run)
 
 
+def _locked(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> Run | None:
+    """The run, locked for this transaction (the job names its tenant)."""
+    return (
+        Run.objects.dangerously_all_tenants()
+        .select_for_update()
+        .select_related("tenant", "agent", "session")
+        .filter(pk=run_id, tenant_id=tenant_id)
+        .first()
+    )
+
+
 def _claim(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> Run | None:
     """Move a queued run to running (once: a second worker finds it taken)."""
     with transaction.atomic():
-        run = (
-            Run.objects.dangerously_all_tenants()
-            .select_for_update()
-            .select_related("tenant", "agent", "session")
-            .filter(pk=run_id, tenant_id=tenant_id)
-            .first()
-        )
+        run = _locked(run_id, tenant_id)
         if run is None or run.status != Run.Status.QUEUED or run.runner != Run.Runner.BUILTIN:
             return None
         run.status = Run.Status.RUNNING
@@ -226,13 +231,7 @@ def _claim(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> Run | None:
 def _claim_waiting(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> Run | None:
     """Move a run that waited to running once its approval's call has a result (once)."""
     with transaction.atomic():
-        run = (
-            Run.objects.dangerously_all_tenants()
-            .select_for_update()
-            .select_related("tenant", "agent", "session")
-            .filter(pk=run_id, tenant_id=tenant_id)
-            .first()
-        )
+        run = _locked(run_id, tenant_id)
         if run is None or run.status != Run.Status.WAITING or run.awaiting_approval is None:
             return None
         result = _approval_result(run.tenant_id, run.awaiting_approval)
