@@ -14,13 +14,11 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import Q, QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -28,7 +26,7 @@ from django.urls import reverse
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import DashboardForm, add_service_error
 from apps.dashboard.views.confirm import confirm_action, set_enabled
-from apps.runs import cron, services
+from apps.runs import cron, selectors, services
 from apps.runs.models import CronFiring, CronJob, Run
 from apps.sessions import selectors as session_selectors
 from apps.sessions import services as session_services
@@ -43,9 +41,6 @@ MESSAGES_PER_PAGE = 100
 MAX_TRANSCRIPT = 1_000  # messages of one run shown on its page
 FOLD_CHARS = 1_500  # longer contents are folded behind their first lines
 PREVIEW_CHARS = 120
-MAX_TREE_DEPTH = 4
-MAX_TREE_RUNS = 200
-MAX_FIRINGS = 100
 PLACEHOLDER = uuid.UUID(int=0)  # a run's id in URL templates the page's script fills in
 ANY = [("", "any")]
 
@@ -54,12 +49,7 @@ ANY = [("", "any")]
 
 
 def _run(request: DashboardRequest, id: uuid.UUID) -> Run:
-    run = (
-        Run.objects.for_tenant(request.actor.tenant)
-        .select_related("agent", "session", "parent")
-        .filter(pk=id)
-        .first()
-    )
+    run = selectors.run_get(tenant=request.actor.tenant, id=id)
     if run is None:
         raise Http404("No run with this id.")
     return run
@@ -73,7 +63,7 @@ def _session(request: DashboardRequest, id: uuid.UUID) -> Session:
 
 
 def _job(request: DashboardRequest, id: uuid.UUID) -> CronJob:
-    job = CronJob.objects.for_tenant(request.actor.tenant).select_related("agent").filter(pk=id).first()
+    job = selectors.cron_job_get(tenant=request.actor.tenant, id=id)
     if job is None:
         raise Http404("No scheduled job with this id.")
     return job
@@ -110,19 +100,17 @@ class RunFilterForm(forms.Form):
 def run_list(request: DashboardRequest) -> HttpResponse:
     """The tenant's runs, newest first, by agent, status and kind; the first page updates live."""
     form = RunFilterForm(request.GET or None, agents=_agent_choices(request))
-    runs: QuerySet[Run] = Run.objects.for_tenant(request.actor.tenant).select_related("agent", "session")
     filters = {"agent": "", "status": "", "kind": ""}
-    if form.is_bound and form.is_valid():
+    valid = not form.is_bound or form.is_valid()
+    if form.is_bound and valid:
         filters = {name: form.cleaned_data[name] for name in filters}
-        if filters["agent"]:
-            runs = runs.filter(agent__key=filters["agent"])
-        if filters["status"]:
-            runs = runs.filter(status=filters["status"])
-        if filters["kind"]:
-            runs = runs.filter(kind=filters["kind"])
-    elif form.is_bound:
-        runs = runs.none()
-    page = Paginator(runs.order_by("-created_at", "id"), PAGE_SIZE).get_page(request.GET.get("page"))
+    runs = selectors.run_list(
+        tenant=request.actor.tenant,
+        agent_key=filters["agent"],
+        status=filters["status"],
+        kind=filters["kind"],
+    )
+    page = Paginator(runs if valid else runs.none(), PAGE_SIZE).get_page(request.GET.get("page"))
     live = page.number == 1 and not form.errors
     return render(
         request,
@@ -140,41 +128,6 @@ def run_list(request: DashboardRequest) -> HttpResponse:
             },
         },
     )
-
-
-@dataclass
-class TreeNode:
-    run: Run
-    children: list[TreeNode] = field(default_factory=list)
-
-
-def _subagent_tree(run: Run) -> list[TreeNode]:
-    """The runs ``run`` spawned, level by level: runs whose parent is a run of the tree, and runs in
-    sessions whose parent is the session of a run of the tree (bounded in depth and size)."""
-    tenant_runs = Run.objects.for_tenant(run.tenant).select_related("agent", "session")
-    nodes = {run.pk: TreeNode(run)}
-    level = [run]
-    for _ in range(MAX_TREE_DEPTH):
-        if not level or len(nodes) >= MAX_TREE_RUNS:
-            break
-        by_session = {r.session_id: r for r in reversed(level)}
-        found = list(
-            tenant_runs.filter(
-                Q(parent_id__in=[r.pk for r in level]) | Q(session__parent_id__in=list(by_session))
-            )
-            .exclude(pk__in=list(nodes))
-            .order_by("created_at", "id")[: MAX_TREE_RUNS - len(nodes)]
-        )
-        for child in found:
-            if child.parent_id in nodes:
-                owner = nodes[child.parent_id]
-            else:
-                owner = nodes[by_session[child.session.parent_id].pk]  # type: ignore[index]
-            node = TreeNode(child)
-            owner.children.append(node)
-            nodes[child.pk] = node
-        level = found
-    return nodes[run.pk].children
 
 
 def _transcript(run: Run) -> list[dict[str, Any]]:
@@ -217,7 +170,7 @@ def run_detail(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
         {
             "run": run,
             "transcript": _transcript(run),
-            "tree": _subagent_tree(run),
+            "tree": selectors.run_subagent_tree(tenant=request.actor.tenant, run=run),
             "can_cancel": not run.finished,
             "live_config": {
                 "mode": "detail",
@@ -299,7 +252,7 @@ def session_detail(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     history = SessionMessage.objects.for_tenant(tenant).filter(session=session).order_by("seq")
     page = Paginator(history, MESSAGES_PER_PAGE).get_page(request.GET.get("page"))
     children = Session.objects.for_tenant(tenant).select_related("agent").filter(parent=session)
-    runs = Run.objects.for_tenant(tenant).filter(session=session).order_by("-created_at", "id")
+    runs = selectors.run_list(tenant=tenant, session=session)
     return render(
         request,
         "dashboard/runs/session.html",
@@ -425,15 +378,10 @@ class CronFilterForm(forms.Form):
 def cron_list(request: DashboardRequest) -> HttpResponse:
     """The tenant's scheduled jobs by agent and name, with their schedule, next and last firing."""
     form = CronFilterForm(request.GET or None, agents=_agent_choices(request))
-    jobs = CronJob.objects.for_tenant(request.actor.tenant).select_related("agent")
-    agent = ""
-    if form.is_bound and form.is_valid():
-        agent = form.cleaned_data["agent"]
-        if agent:
-            jobs = jobs.filter(agent__key=agent)
-    elif form.is_bound:
-        jobs = jobs.none()
-    page = Paginator(jobs.order_by("agent__key", "name", "id"), PAGE_SIZE).get_page(request.GET.get("page"))
+    valid = not form.is_bound or form.is_valid()
+    agent = form.cleaned_data["agent"] if form.is_bound and valid else ""
+    jobs = selectors.cron_job_list(tenant=request.actor.tenant, agent_key=agent)
+    page = Paginator(jobs if valid else jobs.none(), PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
         "dashboard/runs/cron_list.html",
@@ -506,12 +454,7 @@ def cron_edit(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
 def cron_detail(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     """One job and its latest firings (started, skipped or failed; by schedule or run now)."""
     job = _job(request, id)
-    firings = (
-        CronFiring.objects.for_tenant(request.actor.tenant)
-        .filter(job=job)
-        .select_related("run")
-        .order_by("-created_at", "id")[:MAX_FIRINGS]
-    )
+    firings = selectors.cron_firing_list(tenant=request.actor.tenant, job=job)
     return render(
         request,
         "dashboard/runs/cron_detail.html",

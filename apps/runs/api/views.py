@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.runs import cron, runner, services
+from apps.runs import cron, runner, selectors, services
 from apps.runs.api import serializers as s
 from apps.runs.models import CronFiring, CronJob, Run
 from apps.tenants.access import access_agent
@@ -28,24 +28,10 @@ from apps.tenants.selectors import agent_list
 
 
 def _run(actor: Any, id: str) -> Run:
-    run = (
-        Run.objects.for_tenant(actor.tenant).select_related("agent", "session").filter(pk=id).first()
-        if _uuid(id)
-        else None
-    )
+    run = selectors.run_get(tenant=actor.tenant, id=id)
     if run is None:
         raise ServiceError(ErrorCode.NOT_FOUND, "No run with this id.", status=404)
     return run
-
-
-def _uuid(value: str) -> bool:
-    import uuid
-
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 class AgentRunsView(TenantViewMixin, APIView):
@@ -58,12 +44,7 @@ class AgentRunsView(TenantViewMixin, APIView):
     @extend_schema(responses={200: s.RunOutput(many=True)})
     def get(self, request: Request, key: str) -> Response:
         agent = access_agent(actor=self.actor, key=key)
-        runs = (
-            Run.objects.for_tenant(self.actor.tenant)
-            .select_related("agent", "session")
-            .filter(agent=agent)
-            .order_by("-created_at", "id")[:50]
-        )
+        runs = selectors.run_list(tenant=self.actor.tenant, agent=agent)[:50]
         return Response(s.RunOutput(runs, many=True).data)
 
     @extend_schema(request=s.RunCreateInput, responses={201: s.RunOutput, 202: s.RunOutput})
@@ -111,18 +92,18 @@ class RunViewSet(TenantScopedViewSet):
         filters = s.RunFilterInput(data=self.request.query_params.dict())
         filters.is_valid(raise_exception=True)
         params = filters.validated_data
-        queryset = queryset.select_related("agent", "session")
+        agent = None
         if params.get("agent"):
             agent = agent_list(tenant=self.actor.tenant).filter(key=params["agent"]).first()
             if agent is None:
                 message = "no such agent in this tenant."
                 raise ServiceError(ErrorCode.INVALID, f"agent: {message}", details={"agent": [message]})
-            queryset = queryset.filter(agent=agent)
-        if params.get("status"):
-            queryset = queryset.filter(status=params["status"])
-        if params.get("session"):
-            queryset = queryset.filter(session_id=params["session"])
-        return queryset.order_by("-created_at", "id")
+        return selectors.run_list(
+            tenant=self.actor.tenant,
+            agent=agent,
+            status=params.get("status") or "",
+            session=params.get("session") or None,
+        )
 
     @extend_schema(parameters=[s.RunFilterInput])
     def list(self, request: Request) -> Response:
@@ -164,14 +145,7 @@ class CronJobViewSet(TenantScopedViewSet):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         if "pk" in kwargs:
-            found = (
-                CronJob.objects.for_tenant(self.actor.tenant)
-                .select_related("agent")
-                .filter(pk=kwargs["pk"])
-                .first()
-                if _uuid(kwargs["pk"])
-                else None
-            )
+            found = selectors.cron_job_get(tenant=self.actor.tenant, id=kwargs["pk"])
             if found is None:
                 raise ServiceError(ErrorCode.NOT_FOUND, "No scheduled job with this id.", status=404)
             self.job = found
@@ -179,9 +153,8 @@ class CronJobViewSet(TenantScopedViewSet):
     def scope_queryset(self, queryset: Any) -> Any:
         if self.action != "list":
             return queryset.none()
-        queryset = queryset.select_related("agent").order_by("agent__key", "name")
         agent = self.request.query_params.get("agent")
-        return queryset.filter(agent__key=agent[:255]) if agent else queryset
+        return selectors.cron_job_list(tenant=self.actor.tenant, agent_key=agent[:255] if agent else "")
 
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
@@ -225,7 +198,5 @@ class CronJobViewSet(TenantScopedViewSet):
 
     @extend_schema(request=None, responses={200: s.CronFiringOutput(many=True)})
     def firings(self, request: Request, pk: str) -> Response:
-        rows = (
-            CronFiring.objects.for_tenant(self.actor.tenant).filter(job=self.job).select_related("run")[:100]
-        )
+        rows = selectors.cron_firing_list(tenant=self.actor.tenant, job=self.job)
         return Response(s.CronFiringOutput(rows, many=True).data)
