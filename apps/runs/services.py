@@ -207,6 +207,24 @@ def run_finish(
     return locked
 
 
+def run_message_append(*, actor: Actor, run: Run, **fields: Any) -> Any:
+    """An external runner adds a message of the run it works to the run's session: the run's transcript
+    (``source`` ``run:<id>``, as the built-in runner's messages). Only while the run is running."""
+    if run.runner != Run.Runner.EXTERNAL:
+        raise ServiceError(
+            ErrorCode.CONFLICT, "the built-in runner writes this run's transcript itself.", status=409
+        )
+    if run.status != Run.Status.RUNNING:
+        raise ServiceError(
+            ErrorCode.CONFLICT,
+            f"the run is {run.status}: claim it first, and add messages before reporting its end.",
+            status=409,
+        )
+    return session_services.message_append(
+        actor=actor, session=run.session, source=f"run:{run.pk}", audit=False, **fields
+    )
+
+
 @transaction.atomic
 def run_cancel(*, actor: Actor, run: Run) -> Run:
     """Ask a run to stop: a queued run, or one waiting for an approval, is cancelled at once (the

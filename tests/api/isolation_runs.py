@@ -52,6 +52,7 @@ CASES: dict[str, Case] = {
     "run-cancel": Case(make=_run_kwargs, writes=[("post", None)]),
     "run-claim": Case(make=_external_run, writes=[("post", None)]),
     "run-finish": Case(make=_external_run, writes=[("post", {"status": "completed", "output": "hijacked"})]),
+    "run-messages": Case(make=_external_run, writes=[("post", {"role": "assistant", "content": "hijacked"})]),
     "cron-job-list": Case(make=make_cron_job, collection=True),
     "cron-job-detail": Case(
         make=make_cron_job, writes=[("patch", {"message": "hijacked", "enabled": False}), ("delete", None)]

@@ -35,6 +35,8 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("get", "/api/v1/runs/", None, Role.MEMBER, 200),
     ("get", "/api/v1/runs/{run}/", None, Role.MEMBER, 200),
     ("post", "/api/v1/runs/{run}/cancel", None, Role.MEMBER, 200),
+    # A queued run takes no messages yet (409), whoever may write: the role check comes first.
+    ("post", "/api/v1/runs/{external_run}/messages", {"role": "assistant", "content": "x"}, Role.MEMBER, 409),
     ("post", "/api/v1/runs/{external_run}/claim", None, Role.MEMBER, 200),
     ("get", "/api/v1/cron/", None, Role.MEMBER, 200),
     (

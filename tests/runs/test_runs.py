@@ -15,6 +15,7 @@ from apps.runs.runner import FINAL_ITERATION
 from apps.runtime.workspace import workspace_for
 from apps.sessions.models import SessionMessage
 from apps.tenants.actors import Actor
+from tests.dashboard.conftest import member  # noqa: F401
 from tests.llm.fake_provider import chat_answer, scripted
 from tests.llm.fake_provider import tool_call as call
 
@@ -323,6 +324,53 @@ def test_an_external_runner_claims_a_run_and_reports_its_end(member_a, agent, te
     assert finished["finished_at"] is not None
     again = member_a.post(f"/api/v1/runs/{run['id']}/finish", {"status": "failed"}, format="json")
     assert again.status_code == 409
+
+
+def test_an_external_runner_writes_its_runs_transcript(member_a, agent, tenant_a, member):  # noqa: F811
+    run_id = start(member_a, runner="external", wait=False).json()["id"]
+    messages = f"/api/v1/runs/{run_id}/messages"
+    early = member_a.post(messages, {"role": "assistant", "content": "Too soon."}, format="json")
+    assert early.status_code == 409
+    assert "claim it first" in early.json()["error"]["message"]
+    member_a.post(f"/api/v1/runs/{run_id}/claim")
+
+    wrote = [
+        {"role": "user", "content": "What time is it?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "datetime", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "content": "12:00 UTC", "name": "datetime", "tool_call_id": "c1"},
+        {"role": "assistant", "content": "It is noon."},
+    ]
+    for body in wrote:
+        response = member_a.post(messages, body, format="json")
+        assert response.status_code == 201, response.content
+    assert response.json()["source"] == f"run:{run_id}"
+    bad = member_a.post(messages, {"role": "tool", "content": "no id"}, format="json")
+    assert bad.status_code == 400
+
+    # The run's page shows the transcript its runner wrote.
+    page = member.get(f"/runs/{run_id}/")
+    assert page.status_code == 200
+    shown = [(item["message"].role, item["message"].content) for item in page.context["transcript"]]
+    assert shown == [
+        ("user", "What time is it?"),
+        ("assistant", ""),
+        ("tool", "12:00 UTC"),
+        ("assistant", "It is noon."),
+    ]
+    assert page.context["transcript"][1]["calls"][0]["name"] == "datetime"
+    assert b"It is noon." in page.content
+
+    member_a.post(
+        f"/api/v1/runs/{run_id}/finish", {"status": "completed", "output": "It is noon."}, format="json"
+    )
+    late = member_a.post(messages, {"role": "assistant", "content": "One more thing."}, format="json")
+    assert late.status_code == 409
 
 
 def test_a_builtin_run_cannot_be_claimed(member_a, agent, tenant_a):

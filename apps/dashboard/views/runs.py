@@ -199,8 +199,9 @@ def run_cancel(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     return confirm_action(
         request,
         title=f"Cancel this {run.kind} run of {run.agent.key}?",
-        body="A queued run is cancelled at once; a running one stops before its next model call or tool "
-        "call. What it already did stays done.",
+        body="A queued run is cancelled at once, and so is one waiting for an approval (the approval is "
+        "denied); a running one stops before its next model call or tool call. What it already did "
+        "stays done.",
         action="Cancel run",
         back=back,
         perform=perform,

@@ -11,6 +11,7 @@ urlpatterns: list[URLPattern] = [
     path("runs/<str:pk>/cancel", views.RunViewSet.as_view({"post": "cancel"}), name="run-cancel"),
     path("runs/<str:pk>/claim", views.RunViewSet.as_view({"post": "claim"}), name="run-claim"),
     path("runs/<str:pk>/finish", views.RunViewSet.as_view({"post": "finish"}), name="run-finish"),
+    path("runs/<str:pk>/messages", views.RunViewSet.as_view({"post": "messages"}), name="run-messages"),
     path("cron/", views.CronJobViewSet.as_view({"get": "list", "post": "create"}), name="cron-job-list"),
     path(
         "cron/<str:pk>/",

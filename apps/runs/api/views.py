@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from apps.runs import cron, runner, selectors, services
 from apps.runs.api import serializers as s
 from apps.runs.models import CronFiring, CronJob, Run
+from apps.sessions.api.serializers import MessageInput, MessageOutput
 from apps.tenants.access import access_agent
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.errors import ErrorCode, ServiceError
@@ -124,6 +125,15 @@ class RunViewSet(TenantScopedViewSet):
         data.is_valid(raise_exception=True)
         run = services.run_finish(actor=self.actor, run=self.run, **data.validated_data)
         return Response(s.RunOutput(_run(self.actor, str(run.pk))).data)
+
+    @extend_schema(request=MessageInput, responses={201: MessageOutput})
+    def messages(self, request: Request, pk: str) -> Response:
+        """An external runner adds a message of the run it works to its transcript (the run's session,
+        marked as the run's: the run's page shows it)."""
+        data = MessageInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        message = services.run_message_append(actor=self.actor, run=self.run, **data.validated_data)
+        return Response(MessageOutput(message).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: s.RunOutput})
     def cancel(self, request: Request, pk: str) -> Response:
