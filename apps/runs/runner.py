@@ -19,7 +19,7 @@
    are kept on the run and the worker is free. When the approval is decided (or times out), the call is
    run or refused by the approvals job (``apps.policy.tasks``), and :func:`resume` goes on from there in
    a new job, with the transcript read back from the session.
-7. A stretch of work on one worker is bounded by ``RUN_SLICE_SECONDS`` (below the worker's timeout): a
+7. A stretch of work on one worker is bounded by :func:`slice_seconds` (below the worker's timeout): a
    run that reaches it fails with that reason instead of being killed in the middle of a step.
 """
 
@@ -300,7 +300,7 @@ def _work(run: Run, *, first: bool) -> None:
 def _ask(
     run: Run, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, deadline: float
 ) -> ChatResult:
-    """One chat request; a transient failure (no answer in time, no connection, HTTP 429 or 5xx) is
+    """One chat request; a transient failure (no answer in time, no connection, HTTP 408, 429 or 5xx) is
     tried again up to ``MAX_RETRIES`` times, after ``RETRY_DELAYS`` (cancellation is checked between)."""
     client, model = client_for(run.tenant, "chat", run.provider or None)
     for attempt in range(MAX_RETRIES + 1):
