@@ -107,14 +107,23 @@ class LiveProcesses:
 
     def stop_all(self) -> None:
         for process in (self._daphne, self._qcluster):
-            if process is None or process.poll() is not None:
-                continue
-            process.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=15)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            _stop(process)
+
+    def stop_qcluster(self) -> None:
+        """Stop the cluster (the next :meth:`qcluster` starts a new one): for a test that needs its own
+        cluster with another environment, which must be the only one taking jobs from the database."""
+        _stop(self._qcluster)
+
+
+def _stop(process: subprocess.Popen[bytes] | None) -> None:
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=15)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def wait_until(check: Any, timeout: float = 60.0) -> Any:

@@ -62,6 +62,8 @@ NOT_RUN = "No result: this call was not run (its run ended or was cancelled firs
 # A chat request that fails for a passing reason is tried again (SPEC B §1.4: MaxRetries 2).
 MAX_RETRIES = 2
 RETRY_DELAYS = (1.0, 2.0)
+# What a run's work changes as it goes (saved at each step).
+COUNTERS = ["iterations", "tool_calls", "input_tokens", "output_tokens", "model", "updated_at"]
 
 
 class Cancelled(Exception):
@@ -190,12 +192,7 @@ def _finish(run: Run, status: str, *, output: str = "", error: str = "") -> None
                 "finished_at",
                 "awaiting_approval",
                 "pending_calls",
-                "iterations",
-                "tool_calls",
-                "input_tokens",
-                "output_tokens",
-                "model",
-                "updated_at",
+                *COUNTERS,
             ]
         )
         services.publish(run, "run.finished")
@@ -352,9 +349,7 @@ def _turn(run: Run, actor: Actor, *, deadline: float) -> None:
         if wire_calls:
             assistant["tool_calls"] = wire_calls
         messages.append(assistant)
-        run.save(
-            update_fields=["iterations", "tool_calls", "input_tokens", "output_tokens", "model", "updated_at"]
-        )
+        run.save(update_fields=COUNTERS)
         services.publish(run, "run.progress")
         if not calls:
             run.refresh_from_db(fields=["cancel_requested"])
@@ -434,12 +429,7 @@ def _wait(run: Run, approval_id: uuid.UUID, calls: list[dict[str, Any]]) -> None
             "status",
             "awaiting_approval",
             "pending_calls",
-            "iterations",
-            "tool_calls",
-            "input_tokens",
-            "output_tokens",
-            "model",
-            "updated_at",
+            *COUNTERS,
         ]
     )
     services.publish(run, "run.waiting", approval=str(approval_id), tool=str(calls[0]["name"])[:200])

@@ -26,10 +26,13 @@ def sockets() -> Iterator[contextlib.ExitStack]:
 
 
 @pytest.fixture
-def provider_processes(django_db_setup: None) -> Iterator[tuple[LiveProcesses, FakeProvider]]:
-    """A django-q2 cluster allowed to reach the scripted provider on 127.0.0.2, and the provider."""
+def provider_processes(live: LiveProcesses) -> Iterator[tuple[LiveProcesses, FakeProvider]]:
+    """A django-q2 cluster allowed to reach the scripted provider on 127.0.0.2, and the provider. The
+    session's own cluster (``live``) is stopped first: it would take the runs' jobs without that
+    permission."""
     from django.db import connection
 
+    live.stop_qcluster()
     processes = LiveProcesses(
         db_name=connection.settings_dict["NAME"],
         extra_env={"TOOLGATE_SSRF_ALLOW_NETS": f"{PUBLIC_IP}/32"},
