@@ -262,7 +262,9 @@ def test_health_checks_find_a_dead_server_without_a_call_and_reconnect_it(tenant
     os.kill(pid, signal.SIGKILL)
 
     seen = set()
-    deadline = time.monotonic() + 30
+    # A dead stdio server is found by a closed connection at once, or by three pings that time out
+    # (HEALTH_FAIL_THRESHOLD x PING_TIMEOUT): both must fit.
+    deadline = time.monotonic() + client.HEALTH_FAIL_THRESHOLD * (client.PING_TIMEOUT + 1) + 30
     while True:
         row = MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk)
         seen.add(row.status)
