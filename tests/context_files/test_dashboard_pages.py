@@ -14,44 +14,25 @@ from django.urls import reverse
 from apps.audit.models import AuditEvent
 from apps.context_files.models import AgentContextFile, UserContextFile
 from apps.tenants.models import Agent
-from apps.tenants.roles import Role
-from tests import factories
 from tests.api.tenant_state import tenant_state
 from tests.context_files.support import give_user, make_agent
-from tests.dashboard.personas import login
+from tests.dashboard import conftest as personas
 
 pytestmark = pytest.mark.django_db
+
+# The dashboard personas of tests/dashboard/conftest.py.
+admin, member, outsider, owner, viewer = (
+    personas.admin,
+    personas.member,
+    personas.outsider,
+    personas.owner,
+    personas.viewer,
+)
 
 
 def body(response: Any) -> str:
     assert response.status_code == 200, response.status_code
     return str(response.content.decode())
-
-
-@pytest.fixture
-def viewer(tenant_a):
-    return login(factories.make_user(tenant_a, Role.VIEWER, email="viewer@a.test"))
-
-
-@pytest.fixture
-def member(tenant_a):
-    return login(factories.make_user(tenant_a, Role.MEMBER, email="member@a.test"))
-
-
-@pytest.fixture
-def admin(tenant_a):
-    return login(factories.make_user(tenant_a, Role.ADMIN, email="admin@a.test"))
-
-
-@pytest.fixture
-def owner(tenant_a):
-    return login(factories.make_user(tenant_a, Role.OWNER, email="owner@a.test"))
-
-
-@pytest.fixture
-def outsider(tenant_b):
-    """Tenant B's owner, logged in to the dashboard."""
-    return login(factories.make_user(tenant_b, Role.OWNER, email="owner@b.test"))
 
 
 @pytest.fixture

@@ -9,33 +9,17 @@ import json
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from apps.messaging.models import Channel, OutboundMessage
-from apps.tenants.models import Tenant
-from apps.tenants.roles import Role
-from tests import factories
 from tests.api.tenant_state import tenant_state
-from tests.dashboard.personas import login
+from tests.dashboard import conftest as personas
 from tests.messaging.fakes import HEADER_SECRET, TOKEN, WEBHOOK_SECRET, FakeTelegram, FakeWebhook
 
 pytestmark = pytest.mark.django_db
 
-
-@pytest.fixture
-def admin(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.ADMIN, email="admin@a.test"))
-
-
-@pytest.fixture
-def member(tenant_a: Tenant) -> Client:
-    return login(factories.make_user(tenant_a, Role.MEMBER, email="member@a.test"))
-
-
-@pytest.fixture
-def outsider(tenant_b: Tenant) -> Client:
-    return login(factories.make_user(tenant_b, Role.OWNER, email="owner@b.test"))
+# The dashboard personas of tests/dashboard/conftest.py.
+admin, member, outsider = personas.admin, personas.member, personas.outsider
 
 
 def page(response: Any) -> str:
