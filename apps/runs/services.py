@@ -121,6 +121,16 @@ def runner_for(agent: Agent) -> str:
     return str(settings.get("runner") or Run.Runner.EXTERNAL)
 
 
+def _lock(actor: Actor, run: Run) -> Run:
+    """The run again, locked for this transaction."""
+    return (
+        Run.objects.for_tenant(actor.tenant)
+        .select_for_update()
+        .select_related("agent", "session")
+        .get(pk=run.pk)
+    )
+
+
 def _external(run: Run, status: str) -> Run:
     if run.runner != Run.Runner.EXTERNAL:
         raise ServiceError(
@@ -134,13 +144,7 @@ def _external(run: Run, status: str) -> Run:
 @transaction.atomic
 def run_claim(*, actor: Actor, run: Run) -> Run:
     """An external runner takes a queued run: it is now running (once: a second claim is 409)."""
-    locked = _external(
-        Run.objects.for_tenant(actor.tenant)
-        .select_for_update()
-        .select_related("agent", "session")
-        .get(pk=run.pk),
-        Run.Status.QUEUED,
-    )
+    locked = _external(_lock(actor, run), Run.Status.QUEUED)
     locked.status = Run.Status.RUNNING
     locked.started_at = timezone.now()
     locked.save(update_fields=["status", "started_at", "updated_at"])
@@ -166,13 +170,7 @@ def run_finish(
     model: str = "",
 ) -> Run:
     """An external runner reports the end of the run it claimed."""
-    locked = _external(
-        Run.objects.for_tenant(actor.tenant)
-        .select_for_update()
-        .select_related("agent", "session")
-        .get(pk=run.pk),
-        Run.Status.RUNNING,
-    )
+    locked = _external(_lock(actor, run), Run.Status.RUNNING)
     ends = (Run.Status.COMPLETED, Run.Status.FAILED, Run.Status.CANCELLED)
     if status not in ends:
         raise _invalid("status", f"one of {', '.join(ends)}.")
@@ -229,12 +227,7 @@ def run_message_append(*, actor: Actor, run: Run, **fields: Any) -> Any:
 def run_cancel(*, actor: Actor, run: Run) -> Run:
     """Ask a run to stop: a queued run, or one waiting for an approval, is cancelled at once (the
     approval it waited for is denied: its call never runs), a running one at its next step."""
-    locked = (
-        Run.objects.for_tenant(actor.tenant)
-        .select_for_update()
-        .select_related("agent", "session")
-        .get(pk=run.pk)
-    )
+    locked = _lock(actor, run)
     if locked.finished:
         raise ServiceError(ErrorCode.CONFLICT, f"the run is already {locked.status}.", status=409)
     locked.cancel_requested = True
