@@ -87,12 +87,25 @@ class Agent(TenantScoped):
 
 
 class ApiKey(TenantScoped):
-    """A tenant-bound API key. Only a SHA-256 digest of the secret is stored; the prefix stays visible."""
+    """A tenant-bound API key. Only a SHA-256 digest of the secret is stored; the prefix stays visible.
+
+    ``origin`` is who the key's tool calls come from, for the policy's ``originDeny`` and for exec
+    approvals: ``user`` unless an owner made the key for a channel integration (``comm``), an
+    application (``app``) or a skill (``skill``). A request never chooses it. ``system`` is not among
+    the choices on purpose: it belongs to Toolgate's own jobs (cron, heartbeats, recovery, re-runs of
+    approved calls), whose exec commands are approved without asking, and no key may ever carry it."""
+
+    class Origin(models.TextChoices):
+        USER = "user", "User"
+        COMM = "comm", "Channel integration"
+        APP = "app", "Application"
+        SKILL = "skill", "Skill"
 
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=16, unique=True)
     digest = models.CharField(max_length=64)
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.MEMBER)
+    origin = models.CharField(max_length=20, choices=Origin.choices, default=Origin.USER)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
