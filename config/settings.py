@@ -306,6 +306,12 @@ TOOLGATE_SANDBOX_IMAGES = env_list("TOOLGATE_SANDBOX_IMAGES", [TOOLGATE_SANDBOX_
 TOOLGATE_SANDBOX_INSTANCE = (
     env_str("TOOLGATE_SANDBOX_INSTANCE") or hashlib.sha256(str(DATA_DIR.resolve()).encode()).hexdigest()[:12]
 )
+# The jail (apps/runtime/jail.py): bubblewrap, and what it binds read-only besides the system.
+TOOLGATE_BWRAP = env_str("TOOLGATE_BWRAP") or "bwrap"
+TOOLGATE_JAIL_RO_PATHS = env_list("TOOLGATE_JAIL_RO_PATHS", [])
+# Installation-wide: only with this set may a tenant's sandbox mode be "host" (a single-tenant install).
+TOOLGATE_ALLOW_HOST_EXEC = env_bool("TOOLGATE_ALLOW_HOST_EXEC", False)
+TOOLGATE_DATA_DIR = DATA_DIR
 TOOLGATE_SANDBOX_PRUNE_MINUTES = env_int("TOOLGATE_SANDBOX_PRUNE_MINUTES", 5, minimum=1)
 TOOLGATE_SANDBOX_IDLE_HOURS = env_int("TOOLGATE_SANDBOX_IDLE_HOURS", 24, minimum=1)
 TOOLGATE_SANDBOX_MAX_AGE_DAYS = env_int("TOOLGATE_SANDBOX_MAX_AGE_DAYS", 7, minimum=1)

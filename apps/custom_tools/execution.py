@@ -11,9 +11,11 @@ The steps, in order, each recorded for the test run's decision path:
 4. ``safeguard``: the unconditional hard limits of every shell command (:mod:`apps.runtime.safeguard`);
 5. ``deny_groups``: exec's deny groups with the agent's effective overrides, on the *rendered* command,
    refused with exec's message;
-6. ``run``: ``/bin/sh -c`` through exec's runner (own process group killed on timeout, stdin closed,
-   1 MiB per stream), with the tool's timeout, in an environment built from nothing (PATH, HOME = the
-   workspace, LANG) with the tool's ``env`` over it — never the server's.
+6. ``run``: ``/bin/sh -c`` where the call's processes run (:mod:`apps.runtime.sandbox.placement`: the
+   jail by default, else the call's container, or the host where the operator allows it; own process
+   group killed on timeout, stdin closed, 1 MiB per stream), with the tool's timeout, in an environment
+   built from nothing (PATH, HOME = the workspace, LANG) with the tool's ``env`` over it — never the
+   server's.
 
 The tool's env values are registered with the call's scrubber, and masked here as well, so they never
 come back in a result, a record or an answer, whatever the tenant's scrubbing setting.
@@ -36,8 +38,6 @@ from apps.runtime.tools.exec import (
     SHELL,
     RunOutcome,
     minimal_env,
-    run_command,
-    sandbox_data,
 )
 from apps.runtime.workspace import PathError, real_workspace, relative_to_workspace, resolve_path
 
@@ -203,33 +203,21 @@ def execute(ctx: CallContext, spec: ToolSpec, args: dict[str, Any], *, check_sch
         return stop("deny_groups", denial.message, rule="deny_group", group=denial.group)
     run.steps.append(Step("deny_groups", True, "no denied group matches the rendered command."))
 
-    from apps.runtime.sandbox import manager as sandbox
+    from apps.runtime.sandbox.placement import UNAVAILABLE, placement_for
 
-    target = sandbox.target_for(ctx)  # None: the sandbox is disabled for this agent, the host runs it
-    sandboxed: dict[str, Any] = {}
-    outcome: RunOutcome
-    if target is not None:
-        try:
-            boxed = sandbox.run(
-                target,
-                [SHELL, "-c", shell_parse.normalize(rendered)],
-                cwd=target.container_path(cwd),
-                env=_environment(target.home(workspace), spec),
-                timeout=min(spec.timeout_seconds, target.config.timeout_seconds),
-            )
-        except sandbox.SandboxUnavailable as error:
-            return stop("run", str(error), rule="sandbox")
-        outcome, sandboxed = boxed, sandbox_data(boxed, target)
-    else:
-        try:
-            outcome = run_command(
-                shell_parse.normalize(rendered),
-                cwd=cwd,
-                env=_environment(str(workspace), spec),
-                timeout=spec.timeout_seconds,
-            )
-        except OSError as error:
-            return stop("run", f"could not start the command: {error.strerror or error}.")
+    place = placement_for(ctx)  # the jail (default), the call's container, or the host where allowed
+    try:
+        outcome = place.run(
+            [SHELL, "-c", shell_parse.normalize(rendered)],
+            cwd=cwd,
+            env=_environment(place.home(), spec),
+            timeout=min(spec.timeout_seconds, place.timeout_limit),
+        )
+    except UNAVAILABLE as error:
+        return stop("run", str(error), rule="sandbox")
+    except OSError as error:
+        return stop("run", f"could not start the command: {error.strerror or error}.")
+    sandboxed = place.data(outcome)
     run.outcome = outcome
     text = mask(_format(outcome, spec.timeout_seconds), secrets)
     data: dict[str, Any] = {
@@ -246,8 +234,12 @@ def execute(ctx: CallContext, spec: ToolSpec, args: dict[str, Any], *, check_sch
         detail = f"timed out after {spec.timeout_seconds}s; the command and its processes were killed."
     else:
         detail = f"exit code {outcome.exit_code} after {data['duration_ms']} ms."
-    if target is not None:
-        detail += f" Ran in the sandbox container {sandboxed['sandbox']['container']} ({target.scope} scope)."
+    if place.target is not None:
+        detail += (
+            f" Ran in the sandbox container {sandboxed['sandbox']['container']} ({place.target.scope} scope)."
+        )
+    else:
+        detail += f" Ran {place.describe()}."
     failed = outcome.timed_out or outcome.exit_code != 0
     run.steps.append(Step("run", not failed, detail))
     run.result = ToolResult.error(text, **data) if failed else ToolResult.ok(text, **data)

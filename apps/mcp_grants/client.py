@@ -50,6 +50,7 @@ from mcp.types import PaginatedRequestParams
 from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
+from apps.runtime import jail
 from apps.runtime.ssrf import AddressPolicy, SSRFBlocked
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,9 @@ CONNECT_TIMEOUT = 30.0
 PING_TIMEOUT = 10.0
 STDIO_INIT_ATTEMPTS = 4  # initialize retries of a stdio server: 2 s, 4 s, 8 s apart
 MAX_TOOLS = 1000
+# A stdio server's jail: a long-lived process gets an hour of CPU (then it is restarted by the health
+# check's reconnect) and the jail's other default limits.
+STDIO_LIMITS = jail.Limits(cpu_seconds=3600)
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_DESCRIPTION = 4000
 # What OpenAI and Anthropic accept as a tool name (the registered name adds the server prefix).
@@ -106,6 +110,7 @@ class Endpoint:
     api_key: str = ""
     timeout: float = 60.0
     user_id: str = ""  # set when the user's own credentials are used
+    network: bool = False  # stdio: whether the server's jail has the network
 
     @property
     def key(self) -> tuple[str, str]:
@@ -114,7 +119,16 @@ class Endpoint:
     @property
     def fingerprint(self) -> str:
         raw = json.dumps(
-            [self.transport, self.command, self.args, self.url, self.headers, self.env, self.api_key],
+            [
+                self.transport,
+                self.command,
+                self.args,
+                self.url,
+                self.headers,
+                self.env,
+                self.api_key,
+                self.network,
+            ],
             sort_keys=True,
         )
         return hashlib.sha256(raw.encode()).hexdigest()
@@ -131,9 +145,10 @@ class Endpoint:
         return headers
 
     def process_env(self) -> dict[str, str]:
-        """The SDK's minimal environment (HOME, PATH, USER, …) plus the server's variables; a value
-        ``env:NAME`` takes Toolgate's own value of an allowed variable (validated at registration)."""
-        result = get_default_environment()
+        """The SDK's minimal environment (PATH, USER, …; HOME is the jail's ``/workspace``, the server's
+        own directory) plus the server's variables; a value ``env:NAME`` takes Toolgate's own value of
+        an allowed variable (validated at registration)."""
+        result = {**get_default_environment(), "HOME": jail.WORKDIR}
         for name, value in self.env:
             result[name] = os.environ.get(value[4:], "") if value.startswith("env:") else value
         return result
@@ -158,6 +173,7 @@ def endpoint_for(server: MCPServer, credential: UserCredential | None = None) ->
         env=tuple(sorted(env.items())),
         api_key=api_key,
         timeout=float(server.timeout_sec or 60),
+        network=server.network,
         user_id=user_id,
     )
 
@@ -243,11 +259,17 @@ async def _open(endpoint: Endpoint) -> Any:
     """A connected and initialized :class:`ClientSession` (the caller bounds the time)."""
     async with contextlib.AsyncExitStack() as stack:
         if endpoint.transport == MCPServer.Transport.STDIO:
+            # The server runs in a jail of its own (apps.runtime.jail): its directory is /workspace,
+            # the network is off unless its registration turns it on, and nothing of Toolgate's data,
+            # other tenants or Toolgate's environment is visible. No jail, no server.
+            confined = jail.launch(
+                jail.Jail(workspace=_stdio_cwd(endpoint), network=endpoint.network, limits=STDIO_LIMITS),
+                [endpoint.command, *endpoint.args],
+                cwd=jail.WORKDIR,
+            )
+            stack.callback(confined.cleanup)
             params = StdioServerParameters(
-                command=endpoint.command,
-                args=list(endpoint.args),
-                env=endpoint.process_env(),
-                cwd=_stdio_cwd(endpoint),
+                command=confined.argv[0], args=confined.argv[1:], env=endpoint.process_env(), cwd="/"
             )
             errlog = stack.enter_context(_errlog(endpoint))
             streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))

@@ -82,6 +82,8 @@ class MCPServer(SecretMappings, TenantScoped):
     api_key = EncryptedTextField(blank=True, default="")
     tool_prefix = models.CharField(max_length=50, blank=True, default="")
     timeout_sec = models.PositiveIntegerField(default=60)
+    # A stdio server runs in a jail; with this off (the default) the jail has no network at all.
+    network = models.BooleanField(default=False)
     settings = models.JSONField(default=dict, blank=True)
     enabled = models.BooleanField(default=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.UNKNOWN)

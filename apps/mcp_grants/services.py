@@ -45,6 +45,7 @@ SERVER_FIELDS = (
     "api_key",
     "tool_prefix",
     "timeout_sec",
+    "network",
     "settings",
     "enabled",
 )
@@ -76,6 +77,7 @@ def server_data(server: MCPServer) -> dict[str, Any]:
         "tool_prefix": server.tool_prefix,
         "registered_prefix": naming.server_prefix(server),
         "timeout_sec": server.timeout_sec,
+        "network": server.network,
         "settings": server.settings,
         "enabled": server.enabled,
         "status": server.status,
@@ -110,6 +112,8 @@ def _check_prefix_free(actor: Actor, server: MCPServer) -> None:
 
 def _apply(server: MCPServer, fields: dict[str, Any]) -> None:
     errors = validation.check_server(fields)
+    if not isinstance(fields.get("network", False), bool):
+        errors = {**errors, "network": ["true or false."]}
     if errors:
         raise invalid_fields(errors)
     for key in SERVER_FIELDS:

@@ -37,20 +37,19 @@ import shutil
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import regex
 
-from apps.runtime import shell_parse
+from apps.runtime import jail, shell_parse
 from apps.runtime.context import CallContext
 from apps.runtime.results import ToolResult
 from apps.runtime.tools import exec as exec_tool
-from apps.runtime.workspace import real_workspace
 from apps.secure_cli import lookup
 from apps.secure_cli.lookup import LookupUnavailable, ResolvedCLI
 
 if TYPE_CHECKING:
-    from apps.runtime.sandbox.manager import Target
+    from apps.runtime.sandbox.placement import Placement
 
 logger = logging.getLogger(__name__)
 
@@ -280,11 +279,11 @@ def run_credentialed(
     cwd: Path,
     trace: Trace | None = None,
     *,
-    sandbox_target: Target | None = None,
+    place: Placement,
 ) -> ToolResult:
-    """The credentialed path for a (normalised) ``command`` whose first word is ``route``'s binary; in
-    ``sandbox_target``'s container when the sandbox applies (refused, never run on the host, when the
-    sandbox cannot run it)."""
+    """The credentialed path for a (normalised) ``command`` whose first word is ``route``'s binary, run
+    where ``place`` says: the jail (default), the call's container, or the host where the operator
+    allows it (refused, never run elsewhere, when the jail or the container cannot be had)."""
     trace = trace if trace is not None else Trace()
     name = route.name
     if "\x00" in command:
@@ -312,7 +311,7 @@ def run_credentialed(
         )
     word, args = first_word(command), list(top[0].argv[1:])
 
-    if sandbox_target is not None:
+    if place.target is not None:
         program = _sandbox_program(route, word)
         if program.startswith(PREFIX):
             trace.add("path", "refused", word)
@@ -324,7 +323,15 @@ def run_credentialed(
             trace.add("path", "refused", word)
             return ToolResult.error(resolved, credentialed=name)
         program, real = resolved
-        trace.add("path", "passed", real)
+        if place.jail is not None and not jail.visible(real):
+            trace.add("path", "refused", f"{real} is not visible in the jail")
+            return ToolResult.error(
+                f"{PREFIX} {name} ({real}) is not visible in the jail, which shows only the system's "
+                "directories and those the operator lists in TOOLGATE_JAIL_RO_PATHS. Ask an administrator "
+                "to install it under /usr or to list its directory there.",
+                credentialed=name,
+            )
+        trace.add("path", "passed", f"{real} {place.describe()}")
 
     matched = args_match(route.deny_args, args)
     if matched is not None:
@@ -350,8 +357,7 @@ def run_credentialed(
     # are scrubbed of every credential value.
     for value in route.env.values():
         ctx.scrubber.register(value)
-    workspace = real_workspace(ctx.workspace)
-    env = {"PATH": exec_tool.SAFE_PATH, "HOME": str(workspace), "LANG": RUN_LANG, "USER": RUN_USER}
+    env = {"PATH": exec_tool.SAFE_PATH, "HOME": place.home(), "LANG": RUN_LANG, "USER": RUN_USER}
     env.update(
         {
             key: value
@@ -366,30 +372,16 @@ def run_credentialed(
     )
     timeout = route.timeout_seconds
     trace.add("timeout", "set", f"{timeout}s ({route.sources['timeout_seconds']})")
-    sandboxed: dict[str, Any] = {}
-    outcome: exec_tool.RunOutcome
-    if sandbox_target is not None:
-        from apps.runtime.sandbox import manager as sandbox
+    from apps.runtime.sandbox.placement import UNAVAILABLE
 
-        env["HOME"] = sandbox_target.home(workspace)
-        try:
-            boxed = sandbox.run(
-                sandbox_target,
-                [program, *args],
-                cwd=sandbox_target.container_path(cwd),
-                env=env,
-                timeout=timeout,
-            )
-        except sandbox.SandboxUnavailable as error:
-            trace.add("run", "refused", error.reason)
-            return ToolResult.error(f"{PREFIX} {error}", credentialed=name, rule="sandbox")
-        outcome, sandboxed = boxed, exec_tool.sandbox_data(boxed, sandbox_target)
-    else:
-        try:
-            outcome = exec_tool.run_process([program, *args], cwd=cwd, env=env, timeout=timeout)
-        except OSError as error:
-            trace.add("run", "failed", error.strerror or type(error).__name__)
-            return ToolResult.error(f"could not start {name}: {error.strerror or error}.", credentialed=name)
+    try:
+        outcome = place.run([program, *args], cwd=cwd, env=env, timeout=timeout)
+    except UNAVAILABLE as error:
+        trace.add("run", "refused", str(error))
+        return ToolResult.error(f"{PREFIX} {error}", credentialed=name, rule="sandbox")
+    except OSError as error:
+        trace.add("run", "failed", error.strerror or type(error).__name__)
+        return ToolResult.error(f"could not start {name}: {error.strerror or error}.", credentialed=name)
     text = exec_tool.format_outcome(outcome, timeout, timeout_hint=TIMEOUT_HINT)
     trace.add("run", "timed out" if outcome.timed_out else "finished", f"exit code {outcome.exit_code}")
-    return exec_tool.outcome_result(ctx, outcome, text, cwd, **sandboxed, credentialed=name)
+    return exec_tool.outcome_result(ctx, outcome, text, cwd, **place.data(outcome), credentialed=name)

@@ -377,7 +377,11 @@ def binary_test(
     plan = execution.plan(ctx, normalised, trace)
     result: ToolResult
     if plan.route is not None and plan.route.binary.pk == binary.pk:
-        result = execution.run_credentialed(ctx, normalised, plan.route, real_workspace(ctx.workspace), trace)
+        from apps.runtime.sandbox.placement import placement_for
+
+        result = execution.run_credentialed(
+            ctx, normalised, plan.route, real_workspace(ctx.workspace), trace, place=placement_for(ctx)
+        )
     else:
         reason = plan.refusal or (
             f"{binary.binary_name} is not reachable for agent {agent.key}: it is disabled, or restricted "

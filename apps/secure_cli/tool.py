@@ -50,6 +50,6 @@ def credentialed_exec(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
             f"{reason}. credentialed_exec runs the registered CLIs listed in the agent's tools guidance; "
             "run other programs with exec."
         )
-    from apps.runtime.sandbox import manager as sandbox
+    from apps.runtime.sandbox.placement import placement_for
 
-    return execution.run_credentialed(ctx, command, plan.route, cwd, sandbox_target=sandbox.target_for(ctx))
+    return execution.run_credentialed(ctx, command, plan.route, cwd, place=placement_for(ctx))

@@ -81,6 +81,11 @@ class ServerFieldsInput(StrictSerializer):
     api_key = _secret(required=False, help_text="write-only; an empty string removes it")
     tool_prefix = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     timeout_sec = WholeNumberField(required=False)
+    network = FlagField(
+        required=False,
+        help_text="stdio only: false (the default) runs the server's jail without any network; true lets it "
+        "open connections like Toolgate itself (the internet and services on the host's addresses)",
+    )
     settings = ObjectField(required=False)
     enabled = FlagField(required=False)
 
@@ -108,6 +113,7 @@ class ServerOutput(serializers.Serializer):  # type: ignore[type-arg]
     tool_prefix = serializers.CharField()
     registered_prefix = serializers.CharField(help_text="tools are registered as <registered_prefix>__<tool>")
     timeout_sec = serializers.IntegerField()
+    network = serializers.BooleanField()
     settings = serializers.JSONField()
     enabled = serializers.BooleanField()
     status = serializers.ChoiceField(choices=MCPServer.Status.choices)

@@ -46,7 +46,7 @@ from apps.runtime.results import ToolResult
 from apps.runtime.workspace import PathError, real_workspace, relative_to_workspace, resolve_path
 
 if TYPE_CHECKING:
-    from apps.runtime.sandbox.manager import Outcome, Target
+    from apps.runtime.sandbox.placement import Placement
 
 SHELL = "/bin/sh"
 DEFAULT_TIMEOUT_SECONDS = 60
@@ -348,13 +348,13 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
 
     # 0. Credentialed routing first: a registered CLI this agent reaches runs without a shell, with its
     # credentials (apps.secure_cli.execution); the same lookup gives the gate's verdict for the shell.
-    from apps.runtime.sandbox import manager as sandbox
+    from apps.runtime.sandbox.placement import UNAVAILABLE, placement_for
     from apps.secure_cli import execution
 
-    target = sandbox.target_for(ctx)  # None: the sandbox is disabled for this agent, the host runs it
+    place = placement_for(ctx)  # the jail (default), the call's container, or the host where allowed
     plan = execution.plan(ctx, normalised)
     if plan.route is not None:
-        return execution.run_credentialed(ctx, normalised, plan.route, cwd, sandbox_target=target)
+        return execution.run_credentialed(ctx, normalised, plan.route, cwd, place=place)
 
     # 1. Safeguard: unconditional; no setting, approval or deny-group override reaches past it.
     blocked = safeguard.check_shell(command, workspace=workspace, cwd=cwd)
@@ -378,16 +378,25 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     if plan.refusal is not None:
         return ToolResult.error(plan.refusal, rule="secure_cli_gate")
 
-    if target is not None:
-        return _run_sandboxed(ctx, target, normalised, cwd, args, settings)
-
-    timeout = effective_timeout(args.get("timeout"), settings)
+    # 4. Run, confined: the safeguard and the deny groups above are the second layer, the jail (or
+    # container) is the guarantee.
+    timeout = effective_timeout(
+        args.get("timeout"), settings, limit=place.timeout_limit, default=place.default_timeout
+    )
     try:
-        outcome = run_command(normalised, cwd=cwd, env=minimal_env(workspace), timeout=timeout)
+        outcome = place.run(
+            [SHELL, "-c", normalised], cwd=cwd, env=minimal_env(Path(place.home())), timeout=timeout
+        )
+    except UNAVAILABLE as error:
+        return ToolResult.error(str(error), rule="sandbox")
     except OSError as error:
         return ToolResult.error(f"could not start the command: {error.strerror or error}.")
-
-    return outcome_result(ctx, outcome, format_outcome(outcome, timeout), cwd)
+    hint = SANDBOX_TIMEOUT_HINT if place.target is not None else TIMEOUT_HINT
+    text = format_outcome(outcome, timeout, timeout_hint=hint)
+    note = run_notes(outcome, place)
+    if note:
+        text = f"{text}\n{note}"
+    return outcome_result(ctx, outcome, text, cwd, **place.data(outcome))
 
 
 def outcome_result(ctx: CallContext, outcome: RunOutcome, text: str, cwd: Path, **extra: Any) -> ToolResult:
@@ -408,59 +417,20 @@ def outcome_result(ctx: CallContext, outcome: RunOutcome, text: str, cwd: Path, 
     return ToolResult.ok(text, **data)
 
 
-def sandbox_env(target: Target, workspace: Path) -> dict[str, str]:
-    """A command's environment in the container: :func:`minimal_env` with HOME inside the container."""
-    return minimal_env(Path(target.home(workspace)))
-
-
-def sandbox_notes(outcome: RunOutcome, target: Target) -> str:
-    """What a model needs to read a sandboxed failure: a kill by signal 9 is most often the memory limit."""
-    if not outcome.timed_out and outcome.exit_code == KILLED_EXIT_CODE:
+def run_notes(outcome: RunOutcome, place: Placement) -> str:
+    """What a model needs to read a confined failure: a kill by signal 9 is most often a memory limit,
+    and exit codes of the jail's limits say which one was hit."""
+    if outcome.timed_out:
+        return ""
+    if place.target is not None and outcome.exit_code == KILLED_EXIT_CODE:
         return (
             f"[the command was killed (signal 9): it may have used more than the sandbox's "
-            f"{target.config.memory_mb} MB of memory]"
+            f"{place.target.config.memory_mb} MB of memory]"
         )
+    if place.jail is not None:
+        limits = place.jail.limits
+        if outcome.exit_code == 128 + signal.SIGXCPU:
+            return f"[the command was stopped after {limits.cpu_seconds} CPU seconds, the jail's limit]"
+        if outcome.exit_code == 128 + signal.SIGXFSZ:
+            return f"[the command wrote a file larger than {limits.file_size_mb} MB, the jail's limit]"
     return ""
-
-
-def sandbox_data(outcome: Outcome, target: Target) -> dict[str, Any]:
-    return {
-        "sandbox": {
-            "container": outcome.container,
-            "scope": target.scope,
-            "workspace_access": target.config.workspace_access,
-            "new_container": outcome.started_container,
-        }
-    }
-
-
-def _run_sandboxed(
-    ctx: CallContext,
-    target: Target,
-    command: str,
-    cwd: Path,
-    args: Mapping[str, Any],
-    settings: Mapping[str, Any],
-) -> ToolResult:
-    """``command`` through ``sh -c`` in the call's container (apps.runtime.sandbox.manager); any
-    failure of the sandbox refuses the command."""
-    from apps.runtime.sandbox import manager as sandbox
-
-    limit = target.config.timeout_seconds
-    timeout = effective_timeout(args.get("timeout"), settings, limit=limit, default=limit)
-    workspace = real_workspace(ctx.workspace)
-    try:
-        outcome = sandbox.run(
-            target,
-            [SHELL, "-c", command],
-            cwd=target.container_path(cwd),
-            env=sandbox_env(target, workspace),
-            timeout=timeout,
-        )
-    except sandbox.SandboxUnavailable as error:
-        return ToolResult.error(str(error), rule="sandbox")
-    text = format_outcome(outcome, timeout, timeout_hint=SANDBOX_TIMEOUT_HINT)
-    note = sandbox_notes(outcome, target)
-    if note:
-        text = f"{text}\n{note}"
-    return outcome_result(ctx, outcome, text, cwd, **sandbox_data(outcome, target))

@@ -1,0 +1,460 @@
+"""The jail: every process Toolgate starts on a tenant's behalf runs inside one (SPEC Part A, 2026-11-27).
+
+A jail is a fresh set of Linux namespaces made by **bubblewrap** (``bwrap``, Debian's ``bubblewrap``),
+started by Toolgate with an explicit argument list, never through a shell. Inside it:
+
+* ``/workspace`` is the call's own workspace, bound read-write: the only writable directory that
+  outlives the process. The working directory and ``HOME`` are inside it.
+* ``/usr`` (with the ``/bin``, ``/lib`` … links or directories of the host) is bound read-only, and of
+  ``/etc`` only the files programs need to run (:data:`ETC_ENTRIES`: users and groups, name resolution,
+  the loader cache, certificates, time zone). ``/etc/shadow``, ``/etc/ssl/private`` and the like are
+  not there. Toolgate's own Python (its prefixes outside ``/usr``) and the directories an operator
+  lists in ``TOOLGATE_JAIL_RO_PATHS`` are bound read-only too, at their own paths.
+* ``/tmp`` and ``/var/tmp`` are private, size-bounded tmpfs; ``/dev`` is a minimal one; ``/proc`` belongs
+  to a new pid namespace, so it shows the jail's own processes and nothing of Toolgate's (no
+  ``/proc/<toolgate pid>/environ``).
+* Not visible at all: ``TOOLGATE_DATA_DIR`` (the database, its socket, secret files), every other
+  workspace, the Docker socket, the project's code, and Toolgate's environment (the process gets only
+  the environment the caller builds for it).
+* The process is uid and gid 65534 in a new user namespace, with every capability dropped, no new
+  privileges (bubblewrap sets ``PR_SET_NO_NEW_PRIVS``), in a new session (no terminal injection), with
+  new IPC and UTS namespaces.
+* The network is a new, empty namespace (loopback only, nothing listens) unless the caller turns it on;
+  "on" shares the host's network: the process can open connections like Toolgate itself, to the
+  internet and to services on the host's addresses.
+* Limits (``prlimit``): CPU seconds, address space, file size, open files and processes. The process
+  limit is ``RLIMIT_NPROC``, counted per jail (its own user namespace); when Toolgate itself runs as
+  root the kernel does not apply that limit, so a ``pids`` cgroup per jail is used instead where one
+  can be made (cgroup v1 or v2). The caller adds its wall-clock timeout and output caps
+  (:func:`apps.runtime.tools.exec.run_process`).
+
+When the process the jail was made for exits, the jail's pid namespace ends and takes every process
+left in it along (a backgrounded ``sleep 1000 &`` never outlives its call).
+
+When a jail cannot be made (bubblewrap missing, namespaces refused), :func:`check` raises
+:class:`JailUnavailable` with a reason a person can act on, and the caller refuses the command: there
+is no fallback to the host. :func:`status` tells ``/readyz`` and the dashboard why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+from apps.runtime.tools.exec import RunOutcome, run_process
+
+logger = logging.getLogger(__name__)
+
+WORKDIR = "/workspace"
+UID = 65534  # "nobody": the jail's user inside its namespace
+GID = 65534
+HOSTNAME = "jail"
+TMPFS_BYTES = 256 * 1024 * 1024  # each of /tmp and /var/tmp
+# The processes bubblewrap itself runs inside the jail's limit (its monitor and the namespace's init).
+BWRAP_PROCESSES = 3
+# The entries of /etc bound read-only when they exist: what programs need to run, and nothing that
+# holds a secret (no shadow files, no private keys, no host-wide tool configuration).
+ETC_ENTRIES = (
+    "passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "services",
+    "protocols", "networks", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+    "alternatives", "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "mime.types",
+    "magic", "magic.mime", "os-release", "debian_version", "locale.alias", "terminfo", "inputrc",
+)  # fmt: skip
+# Top-level directories that are links into /usr on merged-/usr systems, or directories of their own.
+ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_PROBE_RETRY_SECONDS = 30.0
+
+
+class JailUnavailable(Exception):
+    """A jail cannot be made here: the command is refused, never run on the host instead."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"jail unavailable: {reason} (will not fall back to unconfined host execution)")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one jailed process may use (each also bounds every process it starts)."""
+
+    cpu_seconds: int = 300
+    address_space_mb: int = 4096
+    pids: int = 256
+    file_size_mb: int = 1024
+    open_files: int = 1024
+
+
+@dataclass(frozen=True)
+class Jail:
+    """One jail: which host directory is ``/workspace``, whether the network is on, and the limits."""
+
+    workspace: Path | None
+    network: bool = False
+    limits: Limits = Limits()
+
+    def path_inside(self, host_path: Path) -> str:
+        """``host_path`` (inside the workspace) as the jailed process sees it."""
+        if self.workspace is None:
+            return WORKDIR
+        try:
+            relative = Path(os.path.realpath(host_path)).relative_to(os.path.realpath(self.workspace))
+        except ValueError:
+            return WORKDIR
+        return WORKDIR if str(relative) == "." else f"{WORKDIR}/{relative.as_posix()}"
+
+
+@dataclass(frozen=True)
+class Status:
+    """Whether jails can be made in this process, and how the process limit is enforced."""
+
+    available: bool
+    reason: str = ""
+    bwrap: str = ""
+    version: str = ""
+    pids_limit: str = ""  # "rlimit", "cgroup", or "" when it cannot be enforced here
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "available": self.available,
+            "reason": self.reason,
+            "bwrap": self.bwrap,
+            "version": self.version,
+            "pids_limit": self.pids_limit or "not enforced",
+        }
+
+
+# --- what is bound ------------------------------------------------------------------------------------
+
+
+def read_only_paths() -> list[str]:
+    """Directories bound read-only at their own paths besides the system's: Toolgate's Python (so MCP
+    servers written against the installed SDK run) and ``TOOLGATE_JAIL_RO_PATHS``. Never anything
+    under the data directory or the workspace root."""
+    candidates = [sys.prefix, sys.base_prefix, *settings.TOOLGATE_JAIL_RO_PATHS]
+    forbidden = [
+        Path(os.path.realpath(settings.TOOLGATE_DATA_DIR)),
+        Path(os.path.realpath(_workspace_root())),
+    ]
+    result: list[str] = []
+    for candidate in candidates:
+        real = Path(os.path.realpath(candidate))
+        if (
+            str(real).startswith(("/usr/", "/etc/"))
+            or str(real) in ("/", "/usr", "/etc")
+            or not real.is_dir()
+        ):
+            continue
+        if any(real == f or f.is_relative_to(real) or real.is_relative_to(f) for f in forbidden):
+            logger.warning("jail: %s is not bound: it holds or is inside Toolgate's data", real)
+            continue
+        if str(real) not in result:
+            result.append(str(real))
+    return result
+
+
+def _workspace_root() -> str:
+    return str(settings.TOOLGATE_WORKSPACE_ROOT)
+
+
+def _system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ROOT_LINKS:
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    for entry in ETC_ENTRIES:
+        args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    return args
+
+
+def bwrap_args(jail: Jail, *, cwd: str, bwrap: str) -> list[str]:
+    """bubblewrap's arguments for ``jail``, up to and including ``--``."""
+    args = [
+        bwrap,
+        "--unshare-user", "--uid", str(UID), "--gid", str(GID),
+        "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        "--hostname", HOSTNAME,
+        "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+    ]  # fmt: skip
+    if not jail.network:
+        args.append("--unshare-net")
+    args += _system_binds()
+    for path in read_only_paths():
+        args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    args += ["--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]  # noqa: S108 - the jail's private tmpfs
+    args += ["--size", str(TMPFS_BYTES), "--tmpfs", "/var/tmp"]  # noqa: S108
+    if jail.workspace is not None:
+        args += ["--bind", str(os.path.realpath(jail.workspace)), WORKDIR]
+    else:
+        args += ["--dir", WORKDIR]
+    args += ["--chdir", cwd, "--"]
+    return args
+
+
+def _prlimit_args(limits: Limits, *, prlimit: str, use_nproc: bool) -> list[str]:
+    mib = 1024 * 1024
+    args = [
+        prlimit,
+        f"--cpu={limits.cpu_seconds}",
+        f"--as={limits.address_space_mb * mib}",
+        f"--fsize={limits.file_size_mb * mib}",
+        f"--nofile={limits.open_files}",
+        "--core=0",
+    ]
+    if use_nproc:
+        args.append(f"--nproc={limits.pids + BWRAP_PROCESSES}")
+    return [*args, "--"]
+
+
+# --- the process limit when Toolgate runs as root -----------------------------------------------------
+
+
+class _PidsCgroups:
+    """A directory of per-jail ``pids`` cgroups (v1 or v2) this process may create, or none."""
+
+    def __init__(self) -> None:
+        self.base: Path | None = None
+        self.version = 0
+
+    def find(self) -> None:
+        for finder in (self._v1, self._v2):
+            try:
+                base = finder()
+            except OSError:
+                base = None
+            if base is not None:
+                self.base = base
+                return
+
+    def _v1(self) -> Path | None:
+        mount = None
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            before, _, after = line.partition(" - ")
+            fields, extra = before.split(), after.split()
+            if len(extra) >= 3 and extra[0] == "cgroup" and "pids" in extra[2].split(","):
+                mount = Path(fields[4])
+                break
+        if mount is None:
+            return None
+        relative = ""
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "pids" in controllers.split(","):
+                relative = path.lstrip("/")
+        base = mount / relative / "toolgate-jails"
+        base.mkdir(exist_ok=True)
+        probe = base / f"probe-{uuid.uuid4().hex[:8]}"
+        probe.mkdir()
+        try:
+            (probe / "pids.max").write_text("10")
+        finally:
+            probe.rmdir()
+        self.version = 1
+        return base
+
+    def _v2(self) -> Path | None:
+        mount = None
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            before, _, after = line.partition(" - ")
+            if after.split()[:1] == ["cgroup2"]:
+                mount = Path(before.split()[4])
+                break
+        if mount is None:
+            return None
+        relative = next(
+            (
+                line[3:].lstrip("/")
+                for line in Path("/proc/self/cgroup").read_text().splitlines()
+                if line[:3] == "0::"
+            ),
+            None,
+        )
+        if relative is None:
+            return None
+        parent = mount / relative
+        if "pids" not in (parent / "cgroup.controllers").read_text().split():
+            return None
+        base = parent / "toolgate-jails"
+        base.mkdir(exist_ok=True)
+        (base / "cgroup.subtree_control").write_text("+pids")  # fails unless the parent delegates pids
+        self.version = 2
+        return base
+
+    def create(self, pids: int) -> Path:
+        assert self.base is not None
+        group = self.base / uuid.uuid4().hex
+        group.mkdir()
+        (group / "pids.max").write_text(str(pids))
+        return group
+
+    def sweep(self) -> None:
+        """Remove the cgroups whose processes are gone (rmdir refuses one that still has processes)."""
+        if self.base is None:
+            return
+        for child in self.base.iterdir():
+            if child.is_dir() and child.name != "probe":
+                with contextlib.suppress(OSError):
+                    child.rmdir()
+
+
+# --- status -------------------------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_status: Status | None = None
+_checked_at = 0.0
+_cgroups = _PidsCgroups()
+
+
+def _probe() -> Status:
+    bwrap = shutil.which(settings.TOOLGATE_BWRAP) or ""
+    if not bwrap:
+        return Status(
+            False,
+            f"bubblewrap ({settings.TOOLGATE_BWRAP}) is not installed; install Debian's bubblewrap package",
+        )
+    prlimit = shutil.which("prlimit") or ""
+    if not prlimit:
+        return Status(False, "prlimit (util-linux) is not installed", bwrap=bwrap)
+    try:
+        version = subprocess.run(  # Toolgate's own check of the tool, no tenant input
+            [bwrap, "--version"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout.strip()
+        probe = subprocess.run(  # the jail itself, made once to see that namespaces are allowed
+            [*bwrap_args(Jail(workspace=None), cwd=WORKDIR, bwrap=bwrap), "/bin/sh", "-c", "exit 0"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env={"PATH": "/usr/bin:/bin"},
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return Status(False, f"bubblewrap could not be started: {error}", bwrap=bwrap)
+    if probe.returncode != 0:
+        detail = (probe.stderr or "").strip().splitlines()[-1:] or [f"exit code {probe.returncode}"]
+        return Status(
+            False,
+            f"bubblewrap cannot make a jail here ({detail[0][:300]}); the kernel must allow user namespaces",
+            bwrap=bwrap,
+            version=version,
+        )
+    pids = "rlimit"
+    if os.geteuid() == 0:
+        _cgroups.find()
+        pids = "cgroup" if _cgroups.base is not None else ""
+        if not pids:
+            logger.warning(
+                "jail: Toolgate runs as root and no pids cgroup can be made, so the jails' process limit "
+                "is not enforced; run Toolgate as an unprivileged user or delegate a pids cgroup to it"
+            )
+    return Status(True, bwrap=bwrap, version=version, pids_limit=pids)
+
+
+def status(*, refresh: bool = False) -> Status:
+    """This process's jail status (probed once; a failure is probed again after 30 s)."""
+    global _status, _checked_at
+    with _lock:
+        stale = _status is None or (
+            not _status.available and time.monotonic() - _checked_at > _PROBE_RETRY_SECONDS
+        )
+        if refresh or stale:
+            _status = _probe()
+            _checked_at = time.monotonic()
+        assert _status is not None
+        return _status
+
+
+def check() -> Status:
+    """The status when jails can be made; raises :class:`JailUnavailable` otherwise."""
+    current = status()
+    if not current.available:
+        raise JailUnavailable(current.reason)
+    return current
+
+
+# --- running ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Launch:
+    """The argv that starts a program in a jail, and the cgroup to remove when it has ended."""
+
+    argv: list[str]
+    cgroup: Path | None = None
+
+    def cleanup(self) -> None:
+        if self.cgroup is not None:
+            # Processes still in it (rmdir refuses): the next sweep removes it.
+            with contextlib.suppress(OSError):
+                self.cgroup.rmdir()
+
+
+def launch(jail: Jail, argv: Sequence[str], *, cwd: str) -> Launch:
+    """The argv that runs the program ``argv`` (no shell of ours) in ``jail`` with ``cwd`` (a path
+    inside the jail). Raises :class:`JailUnavailable` when jails cannot be made here."""
+    current = check()
+    prlimit = shutil.which("prlimit") or "prlimit"
+    wrapped = [
+        *_prlimit_args(jail.limits, prlimit=prlimit, use_nproc=current.pids_limit == "rlimit"),
+        *bwrap_args(jail, cwd=cwd, bwrap=current.bwrap),
+        *argv,
+    ]
+    if current.pids_limit != "cgroup":
+        return Launch(wrapped)
+    _cgroups.sweep()
+    try:
+        group = _cgroups.create(jail.limits.pids + BWRAP_PROCESSES)
+    except OSError as error:
+        raise JailUnavailable(
+            f"the jail's process limit could not be set up ({error.strerror or error})"
+        ) from error
+    # Toolgate's own fixed trampoline (no tenant input in the script): it moves itself into the jail's
+    # pids cgroup, then becomes prlimit, which becomes bubblewrap.
+    script = 'echo "$$" > "$0" && exec "$@"'
+    return Launch(["/bin/sh", "-c", script, str(group / "cgroup.procs"), *wrapped], cgroup=group)
+
+
+def run(
+    jail: Jail,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+) -> RunOutcome:
+    """Run the program ``argv`` in ``jail`` with the working directory ``cwd`` (a host path inside the
+    workspace) and exactly the environment ``env``, within ``timeout`` seconds and the output caps of
+    :func:`apps.runtime.tools.exec.run_process`. Raises :class:`JailUnavailable`."""
+    started = launch(jail, argv, cwd=jail.path_inside(cwd))
+    try:
+        # The jailed process's host-side working directory does not matter (bubblewrap changes into
+        # --chdir inside the jail); "/" keeps nothing of Toolgate's open.
+        return run_process(started.argv, cwd=Path("/"), env=env, timeout=timeout)
+    finally:
+        started.cleanup()
+
+
+def visible(path: str) -> bool:
+    """Whether a host path (resolved) is visible in a jail: under the system's read-only directories
+    or under one of :func:`read_only_paths`."""
+    real = os.path.realpath(path)
+    roots = [
+        "/usr",
+        *(f"/{name}" for name in ROOT_LINKS if not Path(f"/{name}").is_symlink()),
+        *read_only_paths(),
+    ]
+    return any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots)
