@@ -222,24 +222,26 @@ def custom_tool_delete(*, actor: Actor, tool: CustomTool) -> None:
 
 def _test_context(*, actor: Actor, agent: Agent, user_id: str) -> CallContext:
     """The call context the pipeline would give ``agent`` for ``user_id``: its workspace, its effective
-    exec deny groups and tool settings, and a fresh scrubber."""
+    exec deny groups and tool settings, and a fresh scrubber holding the setting secrets."""
     from apps.policy import engine
     from apps.policy.engine import CallScope
     from apps.runtime import config
     from apps.runtime.pipeline import _tool_settings
     from apps.runtime.scrubber import Scrubber
     from apps.runtime.workspace import workspace_for
+    from apps.tenants.selectors import setting_secrets_for_call
 
     tenant = actor.tenant
     policy = engine.resolve(tenant, agent, CallScope(user_id=user_id))
-    settings = config.effective(tenant.settings, agent.settings)
+    secrets = setting_secrets_for_call(tenant=tenant, agent=agent)
+    settings = config.effective(tenant.settings, agent.settings, secrets=secrets)
     return CallContext(
         tenant=tenant,
         agent=agent,
         actor=actor,
         call_id=uuid.uuid4().hex,
         workspace=workspace_for(tenant=tenant, agent=agent, user_id=user_id),
-        scrubber=Scrubber(),
+        scrubber=Scrubber([*secrets[0].values(), *secrets[1].values()]),
         user_id=user_id,
         origin="system",
         tool_settings=_tool_settings(settings["tools"], policy),

@@ -7,6 +7,10 @@ sets one exec option keeps the tenant's choices for the others).
 What decides an agent's tools and how they may run (tool profile, scrubbing, rate limit, exec approvals,
 origin restrictions, exec deny groups) is the tool policy's (``apps.policy``), not the settings': those
 keys are refused here with the policy key and endpoint that replace them (``MOVED``).
+
+Secret-bearing keys (``apps.tenants.setting_secrets.SECRET_PATHS``: the web search ``api_key``) are
+validated here but never stored in the settings: the tenants services keep them encrypted apart, and
+``effective`` gets them back only for a tool call (``secrets``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from apps.runtime.sandbox import config as sandbox_config
+from apps.tenants import setting_secrets
 from apps.tools.catalog import CATALOG
 
 # A new tenant behaves as GoClaw does out of the box.
@@ -55,10 +60,22 @@ MOVED_DENY_GROUPS = (
 )
 
 
-def effective(tenant_settings: Mapping[str, Any], agent_settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The runtime settings for one agent of a tenant: defaults < tenant < agent."""
+def effective(
+    tenant_settings: Mapping[str, Any],
+    agent_settings: Mapping[str, Any],
+    *,
+    secrets: tuple[Mapping[str, str], Mapping[str, str]] | None = None,
+) -> dict[str, Any]:
+    """The runtime settings for one agent of a tenant: defaults < tenant < agent. ``secrets``: the
+    tenant's and the agent's setting secrets (path -> value), put back in their layers for a tool call;
+    without them the result holds no secret."""
     result = copy.deepcopy(DEFAULTS)
-    for layer in (tenant_settings, agent_settings):
+    layers = (tenant_settings, agent_settings)
+    if secrets is not None:
+        layers = tuple(  # type: ignore[assignment]
+            setting_secrets.with_values(layer, values) for layer, values in zip(layers, secrets, strict=True)
+        )
+    for layer in layers:
         for key in DEFAULTS:
             if key not in layer:
                 continue
@@ -110,4 +127,7 @@ def validate(settings: Mapping[str, Any]) -> dict[str, list[str]]:
             exec_settings = value.get("exec", {})
             if isinstance(exec_settings, dict) and "deny_groups" in exec_settings:
                 bad("tools", MOVED_DENY_GROUPS)
+    for key, messages in setting_secrets.validate(settings).items():
+        for message in messages:
+            bad(key, message)
     return errors

@@ -166,13 +166,17 @@ class _Call:
 
     def __init__(self, *, actor: Actor, request: CallRequest, call_id: str | None = None) -> None:
         from apps.runtime.scrubber import Scrubber
+        from apps.tenants.selectors import setting_secrets_for_call
 
         self.started = time.perf_counter()
         self.call_id = call_id or uuid.uuid4().hex
         self.actor = actor
         self.request = request
         tenant = actor.tenant
-        self.settings = config.effective(tenant.settings, request.agent.settings)
+        # The tenant's and agent's setting secrets (web search key): given to the tools that read them,
+        # and registered below so that no tool's output shows them.
+        secrets = setting_secrets_for_call(tenant=tenant, agent=request.agent)
+        self.settings = config.effective(tenant.settings, request.agent.settings, secrets=secrets)
         self.policy = engine.resolve(
             tenant,
             request.agent,
@@ -185,7 +189,7 @@ class _Call:
             ),
         )
         self.allowed = self.policy.allowed(request.tool_allow)
-        self.scrubber = Scrubber()
+        self.scrubber = Scrubber([*secrets[0].values(), *secrets[1].values()])
         self.name, self.args = request.tool, request.args
         self.resolved = ""
         self.ctx: CallContext | None = None

@@ -9,6 +9,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
+from encrypted_model_fields.fields import EncryptedTextField
 
 from apps.tenants.roles import Role
 from apps.tenants.scoping import TenantScoped
@@ -143,3 +144,32 @@ class ApiKey(TenantScoped):
         if self.is_expired:
             return "expired"
         return "active"
+
+
+class SettingSecret(TenantScoped):
+    """One secret-bearing runtime setting (``apps.tenants.setting_secrets.SECRET_PATHS``) of a tenant, or of
+    one of its agents: the value is encrypted at rest and never stays in the settings JSON. Write-only:
+    reads show whether it is set, never the value; the pipeline gives it to the tool that needs it and
+    registers it with the call's scrubber."""
+
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="setting_secrets"
+    )
+    path = models.CharField(max_length=200)  # dotted, e.g. "tools.web_search.api_key"
+    value = EncryptedTextField()
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "path"],
+                condition=models.Q(agent__isnull=True),
+                name="settingsecret_unique_tenant_path",
+            ),
+            models.UniqueConstraint(
+                fields=["tenant", "agent", "path"], name="settingsecret_unique_agent_path"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} ({'agent ' + str(self.agent_id) if self.agent_id else 'tenant'})"

@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from apps.audit.services import record
 from apps.realtime import events
-from apps.tenants import keys
+from apps.tenants import keys, selectors, setting_secrets
 from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, Forbidden, ServiceError
-from apps.tenants.models import Agent, ApiKey, Membership, Tenant
+from apps.tenants.models import Agent, ApiKey, Membership, SettingSecret, Tenant
 from apps.tenants.roles import Role, role_at_least
 
 AGENT_FIELDS = ("name", "description", "type", "provider", "model", "settings")
@@ -200,6 +200,7 @@ def membership_delete(*, actor: Actor, membership: Membership) -> None:
 
 
 def agent_data(agent: Agent) -> dict[str, Any]:
+    """An agent as audit rows and events show it: its settings with each secret as "set"/"not set"."""
     return {
         "id": str(agent.pk),
         "key": agent.key,
@@ -208,8 +209,58 @@ def agent_data(agent: Agent) -> dict[str, Any]:
         "type": agent.type,
         "provider": agent.provider,
         "model": agent.model,
-        "settings": agent.settings,
+        "settings": public_settings(agent),
     }
+
+
+# --- secret-bearing settings ------------------------------------------------------------------------
+
+
+def public_settings(agent: Agent) -> dict[str, Any]:
+    """``agent``'s settings as anyone may read them: each secret-bearing key shown as
+    ``{"set": true|false}``, never its value."""
+    return setting_secrets.with_status(agent.settings or {}, selectors.agent_secret_paths(agent=agent))
+
+
+def _check_secrets(settings: Any) -> None:
+    """Refuse a malformed secret before it is taken out of the document (the rest of the document is
+    validated with the model, after the secrets are out)."""
+    if not isinstance(settings, dict):
+        return
+    errors = setting_secrets.validate(settings)
+    if errors:
+        messages = [f"{key}: {message}" for key, items in errors.items() for message in items]
+        raise ServiceError(ErrorCode.INVALID, f"settings: {messages[0]}", details={"settings": messages})
+
+
+def _store_secrets(
+    *, tenant: Tenant, agent: Agent | None, changes: setting_secrets.Changes
+) -> dict[str, Any]:
+    """Store or clear the secrets ``changes`` asks for (encrypted; the caller holds the row lock of the
+    tenant or agent). Answers the audit entries of those that really changed: that they changed and
+    whether one is now set, never a value."""
+    if not changes:
+        return {}
+    current = selectors.setting_secret_values(tenant=tenant, agent=agent)
+    diff: dict[str, Any] = {}
+    for path, value in sorted(changes.items()):
+        if current.get(path) == value:
+            continue
+        rows = SettingSecret.objects.for_tenant(tenant).filter(agent=agent, path=path)
+        if value is None:
+            rows.delete()
+        elif path in current:
+            secret = rows.get()
+            secret.value = value
+            secret.save(update_fields=["value", "updated_at"])
+        else:
+            SettingSecret.objects.create(tenant=tenant, agent=agent, path=path, value=value)
+        diff[f"settings.{path}"] = {"changed": True, "set": value is not None}
+    if diff:
+        config_changed(tenant)
+        if agent is not None and hasattr(agent, "secret_paths"):
+            del agent.secret_paths  # the annotation read before the change
+    return diff
 
 
 def _save_agent(agent: Agent, *, update_fields: list[str] | None = None) -> None:
@@ -240,6 +291,8 @@ def agent_create(
     model: str = "",
     settings: dict[str, Any] | None = None,
 ) -> Agent:
+    _check_secrets(settings)
+    public, secret_changes = setting_secrets.split(settings or {})
     agent = Agent(
         tenant=actor.tenant,
         key=key,
@@ -248,9 +301,10 @@ def agent_create(
         type=type,
         provider=provider,
         model=model,
-        settings=settings or {},
+        settings=public,
     )
     _save_agent(agent)
+    _store_secrets(tenant=actor.tenant, agent=agent, changes=secret_changes)
     config_changed(actor.tenant)
     data = agent_data(agent)
     record(actor=actor, verb="agent.created", target_type="agent", target_id=str(agent.pk), data=data)
@@ -265,16 +319,29 @@ def agent_update(*, actor: Actor, agent: Agent, changes: dict[str, Any]) -> Agen
     unknown = set(changes) - set(AGENT_FIELDS)
     if unknown:
         raise ServiceError(ErrorCode.INVALID, f"Cannot change: {', '.join(sorted(unknown))}.")
+    secret_changes: setting_secrets.Changes = {}
+    if "settings" in changes:
+        # Secrets go to their encrypted rows; the settings document keeps the rest.
+        _check_secrets(changes["settings"])
+        public, secret_changes = setting_secrets.split(changes["settings"] or {})
+        changes = {**changes, "settings": public}
     before = agent_data(agent)
     fields = [f for f, v in changes.items() if getattr(agent, f) != v]
-    if not fields:
+    if not fields and not secret_changes:
         return agent
     for field in fields:
         setattr(agent, field, changes[field])
-    _save_agent(agent, update_fields=[*fields, "updated_at"])
+    if fields:
+        _save_agent(agent, update_fields=[*fields, "updated_at"])
+    if secret_changes:
+        Agent.objects.for_tenant(actor.tenant).select_for_update().filter(pk=agent.pk).first()
+    secrets_diff = _store_secrets(tenant=actor.tenant, agent=agent, changes=secret_changes)
+    if not fields and not secrets_diff:
+        return agent
     config_changed(actor.tenant)
     after = agent_data(agent)
     diff = {f: {"from": before[f], "to": after[f]} for f in fields}
+    diff.update(secrets_diff)
     record(
         actor=actor,
         verb="agent.updated",
@@ -413,16 +480,24 @@ def tenant_update(*, actor: Actor, changes: dict[str, Any]) -> Tenant:
         raise ServiceError(ErrorCode.INVALID, f"Cannot change: {', '.join(sorted(unknown))}.")
     tenant = Tenant.objects.select_for_update().get(pk=actor.tenant.pk)
     before_name, before_settings = tenant.name, dict(tenant.settings)
+    secret_changes: setting_secrets.Changes = {}
     if "name" in changes:
         tenant.name = changes["name"]
     if "settings" in changes:
-        merged = {**tenant.settings, **changes["settings"]}
+        # Secrets go to their encrypted rows (a reset key clears those under it); the document keeps
+        # the rest.
+        _check_secrets(changes["settings"])
+        public, secret_changes = setting_secrets.split(changes["settings"])
+        removed = {k for k, v in public.items() if v is None}
+        secret_changes = {**setting_secrets.cleared_by_reset(removed), **secret_changes}
+        merged = {**tenant.settings, **public}
         tenant.settings = {k: v for k, v in merged.items() if v is not None}
     try:
         tenant.full_clean(validate_constraints=False, exclude=["slug"])
     except ValidationError as exc:
         raise _validation_error(exc) from None
-    if (before_name, before_settings) == (tenant.name, tenant.settings):
+    secrets_diff = _store_secrets(tenant=tenant, agent=None, changes=secret_changes)
+    if (before_name, before_settings) == (tenant.name, tenant.settings) and not secrets_diff:
         return tenant
     tenant.save(update_fields=["name", "settings", "updated_at"])
     if before_settings != tenant.settings:
@@ -433,6 +508,7 @@ def tenant_update(*, actor: Actor, changes: dict[str, Any]) -> Tenant:
     for key in sorted(set(before_settings) | set(tenant.settings)):
         if before_settings.get(key) != tenant.settings.get(key):
             diff[f"settings.{key}"] = {"from": before_settings.get(key), "to": tenant.settings.get(key)}
+    diff.update(secrets_diff)
     record(
         actor=actor,
         verb="tenant.updated",

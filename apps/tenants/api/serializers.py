@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from apps.tenants.api.base import StrictSerializer
@@ -9,6 +11,11 @@ from apps.tenants.validators import validate_settings_object
 
 
 class AgentOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
+    settings = serializers.SerializerMethodField(
+        help_text="The agent's own settings; a secret-bearing key (tools.web_search.api_key) shows only "
+        'whether it is set: {"set": true}.'
+    )
+
     class Meta:
         model = Agent
         fields = [
@@ -24,6 +31,11 @@ class AgentOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
             "updated_at",
         ]
         read_only_fields = fields
+
+    def get_settings(self, obj: Agent) -> dict[str, Any]:
+        from apps.tenants.services import public_settings
+
+        return public_settings(obj)
 
 
 class AgentCreateInput(StrictSerializer):
@@ -125,7 +137,12 @@ class MeOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 class TenantUpdateInput(StrictSerializer):
     name = serializers.CharField(max_length=200, required=False)
-    settings = serializers.DictField(required=False, help_text="Keys to set; a key set to null is removed.")
+    settings = serializers.DictField(
+        required=False,
+        help_text="Keys to set; a key set to null is removed. A secret-bearing key "
+        "(tools.web_search.api_key) is write-only: a string sets it, null or an empty string clears "
+        'it, leaving it out (or sending {"set": true}) keeps it.',
+    )
 
 
 class TenantDetailOutput(serializers.Serializer):  # type: ignore[type-arg]

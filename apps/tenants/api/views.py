@@ -145,14 +145,17 @@ class MeView(TenantViewMixin, APIView):
 
 def _tenant_body(tenant: Any) -> dict[str, Any]:
     from apps.runtime.config import effective
+    from apps.tenants.setting_secrets import with_status
 
+    # Secret-bearing keys show whether they are set, never their value.
+    stored = selectors.setting_secret_paths(tenant=tenant)
     return {
         "id": tenant.pk,
         "slug": tenant.slug,
         "name": tenant.name,
         "status": tenant.status,
-        "settings": tenant.settings,
-        "runtime": effective(tenant.settings, {}),
+        "settings": with_status(tenant.settings, stored),
+        "runtime": with_status(effective(tenant.settings, {}), stored),
     }
 
 
