@@ -27,7 +27,12 @@
        is replaced, ``Authorization: Bearer [REDACTED]``. Upstream's pattern 5 misses it: "bearer" is
        followed by a space, not ``[:=]``, and as the value of ``Authorization:`` "Bearer" is 6
        characters, not the 8 of ``\\S{8,}``. "the bearer of this letter" and ``f"Bearer {token}"``
-       are left.
+       are left;
+   14. the credentials after ``Authorization:`` (or ``=``, quoted or not, any case, ``Proxy-`` too)
+       and the scheme ``Bearer``, ``Basic`` or ``Token``, **whatever their length**
+       (``Authorization: Basic dXNlcjpwYXNz`` → ``Authorization: Basic [REDACTED]``; a short test
+       token is still a token). Pattern 5 needs 8 non-space characters after the separator, which
+       the scheme and its space break, and 13 needs 20 characters.
 
    They come before the spec's ten so that no spec pattern can split what they cover (a token
    holding "AKIA…", a key body holding "KEY=…");
@@ -49,7 +54,7 @@ patterns start with a case-insensitive word (``(?i)token|secret|…``, ``(?i)[A-
 * patterns 5-9 and 11 are "word, whitespace, separator, value". Read backwards they start with the
   separator, a literal, so the candidates are found by scanning a reversed, ASCII-lower-cased copy of
   the text (``_Starts``): one scan at each ":" (5, 6, 11), one at each "=" (5, 8), one for 7;
-* 9, 12 and 13 start with a literal word, found with ``bytes.find`` in the same copy;
+* 9, 12, 13 and 14 start with a literal word, found with ``bytes.find`` in the same copy;
 * pattern 10 replaces runs of 64+ hex digits, found with ``bytes.find`` on a translated copy.
 
 The candidates are tried in order, skipping those inside a previous match, which is what ``re.sub``
@@ -162,8 +167,18 @@ P12_PRIVATE_KEY = re.compile(
 # RFC 6750 b64token (letters, digits, -._~+/, then "="s), 20 characters or more: "bearer of this letter"
 # and "Bearer {token}" are left, JWTs, base64 and opaque tokens are not.
 P13_BEARER = re.compile(r"bearer[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)", _AI)
+# The credentials of an Authorization (or Proxy-Authorization) header, field or key (quoted, or a
+# subscript: headers["Authorization"] = …), whatever their length: "Bearer", "Basic" or "Token", then an
+# RFC 6750 b64token (RFC 7617's base64 is a subset). The header names the value a credential, so 13's
+# length floor is not needed: "Authorization: Bearer abc" loses "abc". "$TOKEN" and "{token}" do not
+# start with a b64token character and are left.
+P14_AUTHORIZATION = re.compile(
+    r"authorization[\"'\]]{0,2}\s*[:=]\s*[\"']?(?:bearer|basic|token)[ \t]+"
+    r"(?P<secret>[A-Za-z0-9._~+/-]+=*)",
+    _AI,
+)
 
-EXTRA_PATTERNS: tuple[re.Pattern[str], ...] = (P11_QUOTED_KEY, P12_PRIVATE_KEY, P13_BEARER)
+EXTRA_PATTERNS: tuple[re.Pattern[str], ...] = (P11_QUOTED_KEY, P12_PRIVATE_KEY, P13_BEARER, P14_AUTHORIZATION)
 
 Spans = list[tuple[int, int]]
 
@@ -197,7 +212,7 @@ def _match_spans(
 
     ``pending``: spans (ascending) that an earlier pattern replaces but that are not yet cut out of
     ``text``. A match must then stop where the next one begins (``endpos``), exactly as it would stop at
-    the placeholder's "[", which none of the patterns used this way can consume: 1-4, 7-9 and 13 never
+    the placeholder's "[", which none of the patterns used this way can consume: 1-4, 7-9, 13 and 14 never
     can, 5 and 6 are used so only when no pending span is in their reach (``_reaches``), 12 only when
     nothing is pending."""
     spans: Spans = []
@@ -380,7 +395,7 @@ def _reaches(reach: re.Pattern[str], text: str, starts: list[int], pending: Span
 #   11:   the key is the whole run of [A-Za-z0-9_.-] between two quotes, and its closing quote is
 #         followed by \s*: — read backwards, ":", whitespace, a quote, the key word, the rest of the run
 #         and a quote; found by the same scan as 5's ":" (a match holds only one ":");
-#   12, 13: "-----BEGIN" and "bearer": every occurrence (bytes.find) is a candidate.
+#   12, 13, 14: "-----BEGIN", "bearer" and "authorization": every occurrence (bytes.find) is a candidate.
 # Replacements never create a candidate: every candidate is a run of characters none of which is "["
 # or "]", and a placeholder's characters cannot be part of it (7 aside, handled as said). Hence all
 # candidates come from one view of the text taken at the start of the round, moved past later
@@ -476,6 +491,9 @@ class _Starts:
     def bearer(self) -> list[int]:
         return _occurrences(self.view, b"bearer")
 
+    def authorization(self) -> list[int]:
+        return _occurrences(self.view, b"authorization")
+
     def p7(self) -> list[int]:
         return _scan(_REV_P7, self.view)
 
@@ -521,7 +539,7 @@ def _full_round(scrubbing: _Pass, values: tuple[str, ...], addresses: tuple[str,
     else:
         scrubbing.add_pending(_value_spans(text, encoded, values))
     # 11 and 12 may consume placeholders (a value inside a quoted value or a key's body): cut in what is
-    # pending first, but only then (most outputs have neither). 13 and 1-4 cannot run into one.
+    # pending first, but only then (most outputs have neither). 13, 14 and 1-4 cannot run into one.
     quoted, private_key = starts.quoted, starts.private_key()
     if quoted:
         scrubbing.apply(P11_QUOTED_KEY, quoted, mark)
@@ -529,6 +547,7 @@ def _full_round(scrubbing: _Pass, values: tuple[str, ...], addresses: tuple[str,
         scrubbing.commit()
         scrubbing.apply(P12_PRIVATE_KEY, private_key, mark, pending=True)
     scrubbing.apply(P13_BEARER, starts.bearer(), mark, pending=True)
+    scrubbing.apply(P14_AUTHORIZATION, starts.authorization(), mark, pending=True)
     scrubbing.apply(P1_OPENAI, sk, mark, pending=True)
     scrubbing.apply(P2_ANTHROPIC, sk, mark, pending=True)
     scrubbing.apply(P3_GITHUB, github, mark, pending=True)

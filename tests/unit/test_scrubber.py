@@ -39,7 +39,7 @@ SPEC_PATTERNS = [
 ]
 
 
-# Toolgate's additions (patterns 11-13 of the module docstring), copied likewise, applied before the ten.
+# Toolgate's additions (patterns 11-14 of the module docstring), copied likewise, applied before the ten.
 # Where a pattern has a "secret" group, only that group is replaced.
 EXTRA_PATTERNS = [
     re.compile(
@@ -55,6 +55,11 @@ EXTRA_PATTERNS = [
         re.ASCII,
     ),
     re.compile(r"(?i)bearer[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)", re.ASCII),
+    re.compile(
+        r"(?i)authorization[\"'\]]{0,2}\s*[:=]\s*[\"']?(?:bearer|basic|token)[ \t]+"
+        r"(?P<secret>[A-Za-z0-9._~+/-]+=*)",
+        re.ASCII,
+    ),
 ]
 
 
@@ -234,6 +239,23 @@ EXTRA_POSITIVES = [
     ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----", R),
     ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----\n", f"{R}\n"),
     ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN\nBgkqhkiG9w0B\n(output truncated)", f"{R}(output truncated)"),
+    # 14 Authorization credentials, whatever their length: the scheme stays, the credentials go
+    ("Authorization: Bearer abc", f"Authorization: Bearer {R}"),
+    ("authorization: bearer x\r\n", f"authorization: bearer {R}\r\n"),
+    ("Authorization: Basic dXNlcjpwdw==", f"Authorization: Basic {R}"),
+    ("AUTHORIZATION:basic Zm9v", f"AUTHORIZATION:basic {R}"),
+    ("Proxy-Authorization: Basic YTpi", f"Proxy-Authorization: Basic {R}"),
+    ("Authorization: Token t0k", f"Authorization: Token {R}"),
+    (
+        "curl -H 'Authorization: Bearer abc' https://api",
+        f"curl -H 'Authorization: Bearer {R}' https://api",
+    ),
+    ('curl -H "authorization: basic dTpw" https://api', f'curl -H "authorization: basic {R}" https://api'),
+    ("> Authorization: Bearer short.jwt-ish~", f"> Authorization: Bearer {R}"),
+    ('{"authorization": "Bearer x"}', f'{{"authorization": "{R}"}}'),  # 11, the whole value
+    ("{Authorization: 'Bearer abc'}", f"{{Authorization: 'Bearer {R}'}}"),
+    ("headers['Authorization'] = 'Bearer abc'", f"headers['Authorization'] = 'Bearer {R}'"),
+    ("AUTHORIZATION=Bearer tok123", f"AUTHORIZATION=Bearer {R}"),
 ]
 
 # Near-misses for 11-13: left exactly as they are.
@@ -246,6 +268,10 @@ EXTRA_NEAR_MISSES = [
     '{"token_count": 12, "max_tokens": 4096, "tokenizer": "cl100k", "token_type": "Bearer"}',
     '{"password_policy": "strong", "secret_ref": null, "public_key": "ssh-ed25519 AAAA", "sort_key": "name"}',
     '{"token": "", "password": null, "api_key": 42, "credentials": {"user": "u"}}',
+    "Authorization: Bearer ${TOKEN}",
+    "Authorization: Basic\nnext line",
+    "the authorization server issues a bearer token",
+    "authorization: basic",
     "'token' is a word; \"secret\" too",
     "token = get()",
     "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE\n-----END CERTIFICATE-----",
@@ -486,6 +512,7 @@ FRAGMENTS = [
     # patterns 11-13 and what is near them
     *('"token"', "'api_key'", '"client_secret"', '"token_count"', "'Password'", '": "', "':'", '"', ","),
     *("Bearer ", "bearer\t", "BEARER", JWT, B64, "=", "+/", "\\", "\\n", '\\"', "{"),
+    *("Authorization: ", "authorization=", "'Authorization': '", "Basic ", "basic\t", "Token ", "Zm9v"),
     *("-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----"),
     *("-----END PRIVATE KEY-----", "-----BEGIN CERTIFICATE-----", "MIIEvQIBADAN\n", "-----"),
     "q-sk-" + "Abc123" * 4 + "-q",  # a registered value that pattern 1 would otherwise split
