@@ -33,8 +33,26 @@ from typing import Any
 
 from apps.runtime import shell_parse
 
+# A download piped into (or substituted into) a program that runs it: shells, and the interpreters that
+# run a script read from standard input. Upstream's two patterns miss most spellings: combined short
+# flags (``wget -qO- URL | bash``), the URL after ``-O -``, ``| sudo bash``, ``| /bin/sh``, ``| dash``.
+# These match any flags, so the pipe into the program is what is denied.
+_RUNS_STDIN = r"(?:ba|da|z|k|mk|a|fi|tc|c)?sh|python[0-9.]*|perl|ruby|node|php"
+_PIPE_WRAPPERS = r"(?:sudo|doas|env|exec|command|nohup|busybox|time|stdbuf|nice)"
+_DOWNLOAD_PIPED_TO_SHELL = (
+    r"\b(curl|wget|fetch)\b.*\|&?\s*(?:"
+    + _PIPE_WRAPPERS
+    + r"\b(?:\s+(?:-|\w+=)[^\s|]*)*\s+)*(?:[^\s|]*/)?(?:"
+    + _RUNS_STDIN
+    + r")\b"
+)
+_DOWNLOAD_SUBSTITUTED_INTO_SHELL = (
+    r"\b(?:" + _RUNS_STDIN + r")\b.*(?:<\(|\$\(|`)\s*(?:" + _PIPE_WRAPPERS + r"\s+)*(?:curl|wget|fetch)\b"
+)
+
 # (group name, patterns), in upstream's DenyGroupNames() order. The raw strings are RE2 syntax that
-# Python reads identically, except the ``$`` → ``\Z`` noted in the module docstring.
+# Python reads identically, except the ``$`` → ``\Z`` noted in the module docstring. Toolgate's additions
+# come after upstream's patterns of their group.
 _GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "destructive_ops",
@@ -65,6 +83,8 @@ _GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             r"\b(curl|wget)\b.*\blocalhost\b",
             r"\b(curl|wget)\b.*\b127\.0\.0\.1\b",
             r"\b(curl|wget)\b.*\b0\.0\.0\.0\b",
+            _DOWNLOAD_PIPED_TO_SHELL,
+            _DOWNLOAD_SUBSTITUTED_INTO_SHELL,
         ),
     ),
     (
