@@ -375,12 +375,21 @@ def agent_delete(*, actor: Actor, agent: Agent) -> None:
 # --- API keys ---------------------------------------------------------------------------------------
 
 
+def invalid_key_origin_message(origin: str) -> str:
+    """Why ``origin`` cannot be an API key's origin (``system`` is named apart: it is Toolgate's own)."""
+    choices = ", ".join(ApiKey.Origin.values)
+    if origin == "system":
+        return f"'system' belongs to Toolgate's own jobs and no API key can have it; use one of {choices}."
+    return f"'{origin}' is not one of {choices}."
+
+
 def api_key_data(key: ApiKey) -> dict[str, Any]:
     return {
         "id": str(key.pk),
         "name": key.name,
         "prefix": key.prefix,
         "role": key.role,
+        "origin": key.origin,
         "expires_at": key.expires_at.isoformat() if key.expires_at else None,
         "state": key.state,
     }
@@ -388,11 +397,26 @@ def api_key_data(key: ApiKey) -> dict[str, Any]:
 
 @transaction.atomic
 def api_key_create(
-    *, actor: Actor, name: str, role: str = Role.MEMBER, expires_at: datetime | None = None
+    *,
+    actor: Actor,
+    name: str,
+    role: str = Role.MEMBER,
+    origin: str = ApiKey.Origin.USER,
+    expires_at: datetime | None = None,
 ) -> tuple[ApiKey, str]:
-    """Create a key and return it with its raw secret, which is never stored or shown again."""
+    """Create a key and return it with its raw secret, which is never stored or shown again.
+
+    ``origin`` is the origin of every tool call made with the key (see :class:`ApiKey`); a request
+    cannot change it. ``system`` is refused: it is Toolgate's own, and an exec command of origin
+    ``system`` is approved without asking anyone."""
     if role not in Role.values:
         raise ServiceError(ErrorCode.INVALID, f"role: '{role}' is not one of {', '.join(Role.values)}.")
+    if origin not in ApiKey.Origin.values:
+        raise ServiceError(
+            ErrorCode.INVALID,
+            f"origin: {invalid_key_origin_message(origin)}",
+            details={"origin": [invalid_key_origin_message(origin)]},
+        )
     if not role_at_least(actor.role, role):
         raise Forbidden(
             ErrorCode.ROLE_TOO_HIGH, f"You cannot create a key with role {role} (yours is {actor.role})."
@@ -418,6 +442,7 @@ def api_key_create(
         prefix=new.prefix,
         digest=new.digest,
         role=role,
+        origin=origin,
         expires_at=expires_at,
         created_by=user,
     )  # type: ignore[misc]

@@ -13,6 +13,7 @@ from apps.dashboard.forms import ApiKeyCreateForm, add_service_error
 from apps.dashboard.views.confirm import confirm_action
 from apps.tenants import access, selectors, services
 from apps.tenants.errors import ServiceError
+from apps.tenants.models import ApiKey
 from apps.tenants.roles import Role
 
 
@@ -38,7 +39,11 @@ def api_key_create(request: DashboardRequest) -> HttpResponse:
         data = form.cleaned_data
         try:
             key, raw = services.api_key_create(
-                actor=request.actor, name=data["name"], role=data["role"], expires_at=data["expires_at"]
+                actor=request.actor,
+                name=data["name"],
+                role=data["role"],
+                origin=data["origin"] or ApiKey.Origin.USER,
+                expires_at=data["expires_at"],
             )
         except ServiceError as exc:
             add_service_error(form, exc)

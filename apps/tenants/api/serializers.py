@@ -7,6 +7,7 @@ from rest_framework import serializers
 from apps.tenants.api.base import StrictSerializer
 from apps.tenants.models import Agent, ApiKey, Membership, agent_key_validator
 from apps.tenants.roles import Role
+from apps.tenants.services import invalid_key_origin_message
 from apps.tenants.validators import validate_settings_object
 
 
@@ -68,6 +69,7 @@ class ApiKeyOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
             "name",
             "prefix",
             "role",
+            "origin",
             "state",
             "created_by",
             "created_at",
@@ -89,9 +91,29 @@ class ApiKeyCreatedOutput(ApiKeyOutput):
         read_only_fields = fields
 
 
+class KeyOriginField(serializers.ChoiceField):
+    """An API key's origin: ``user``, ``comm``, ``app`` or ``skill``. ``system`` is refused with its own
+    message (it is Toolgate's own; no key can have it)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=ApiKey.Origin.choices, **kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and data not in ApiKey.Origin.values:
+            self.fail("invalid_origin", message=invalid_key_origin_message(data))
+        return super().to_internal_value(data)
+
+    default_error_messages = {"invalid_origin": "{message}"}
+
+
 class ApiKeyCreateInput(StrictSerializer):
     name = serializers.CharField(max_length=100)
     role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+    origin = KeyOriginField(
+        default=ApiKey.Origin.USER,
+        help_text="The origin of every tool call made with this key (user; comm for a channel "
+        "integration, app, skill). A call's context cannot change it.",
+    )
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
 
