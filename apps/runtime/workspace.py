@@ -189,13 +189,19 @@ def _check_text(path: str) -> None:
         )
 
 
+ANY_DEPTH = "**/"
+
+
 def normalise_prefixes(prefixes: Iterable[str]) -> tuple[str, ...]:
-    """Denied prefixes as folded workspace-relative strings: ``./.git/`` → ``.git``."""
+    """Denied prefixes as folded workspace-relative strings: ``./.git/`` → ``.git``. A prefix written
+    ``**/name/`` keeps its ``**/`` (see :func:`denied_match`): ``**/.git/`` → ``**/.git``."""
     result: list[str] = []
     for prefix in prefixes:
-        cleaned = os.path.normpath("/" + prefix.strip()).lstrip("/")
+        text = prefix.strip()
+        any_depth = text.startswith(ANY_DEPTH)
+        cleaned = os.path.normpath("/" + (text[len(ANY_DEPTH) :] if any_depth else text)).lstrip("/")
         if cleaned and cleaned != ".":
-            result.append(_fold(cleaned))
+            result.append((ANY_DEPTH if any_depth else "") + _fold(cleaned))
     return tuple(result)
 
 
@@ -211,12 +217,21 @@ def sensitive_match(relative_parts: Sequence[str]) -> str | None:
 
 
 def denied_match(relative_parts: Sequence[str], prefixes: Sequence[str]) -> str | None:
-    """The denied prefix (already normalised) that covers this workspace-relative path, if any."""
+    """The denied prefix (already normalised) that covers this workspace-relative path, if any.
+
+    A prefix starting with ``**/`` covers its path at every depth: ``**/.git`` denies ``.git/config``,
+    ``sub/.git`` and ``a/b/.git/hooks/x`` (a repository planted in a sub-directory is as dangerous as
+    one at the top: ``cd sub && git log`` runs its hooks and configured programs)."""
     if not relative_parts:
         return None
-    folded = _fold("/".join(relative_parts))
+    folded_parts = [_fold(part) for part in relative_parts]
+    folded = "/".join(folded_parts)
     for prefix in prefixes:
-        if _inside(folded, prefix):
+        if prefix.startswith(ANY_DEPTH):
+            rest = prefix[len(ANY_DEPTH) :]
+            if any(_inside("/".join(folded_parts[start:]), rest) for start in range(len(folded_parts))):
+                return prefix
+        elif _inside(folded, prefix):
             return prefix
     return None
 

@@ -251,6 +251,9 @@ def test_write_file_refuses_a_hardlink_and_leaves_its_other_name_alone(ctx, ws, 
     [
         (".git/hooks/pre-commit", "is restricted"),
         (".git/config", "is restricted"),
+        ("sub/.git/config", "is restricted"),
+        ("sub/dir/.git/hooks/pre-commit", "is restricted"),
+        ("./x/.git/hooks/post-checkout", "is restricted"),
         ("memory/notes.md", "is restricted"),
         (".bashrc", "sensitive path"),
         ("project/.ssh/authorized_keys", "sensitive path"),
@@ -324,6 +327,7 @@ def test_edit_refuses_denied_sensitive_and_linked_files(ctx, ws, tmp_path):
     (ws / ".git" / "config").write_text("[core]")
     os.link(tmp_path / "outside" / "secret.txt", ws / "hl.txt")
     assert "is restricted" in err(call(ctx, "edit", path=".git/config", old_string="core", new_string="x"))
+    assert "is restricted" in err(call(ctx, "edit", path="a/.git/config", old_string="core", new_string="x"))
     assert "hardlinked" in err(call(ctx, "edit", path="hl.txt", old_string="TOP", new_string="x"))
     assert "sensitive path" in err(call(ctx, "edit", path=".zshrc", old_string="a", new_string="b"))
     assert (tmp_path / "outside" / "secret.txt").read_text() == "TOP-SECRET-MARKER\n"

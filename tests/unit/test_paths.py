@@ -192,6 +192,13 @@ def test_refusals_never_show_the_host_path_or_the_link_target(tree):
         ("memory/deep/new.md", ("./memory",)),  # prefixes are normalised
         ("config.json", ("config.json",)),
         ("a/b/c.txt", ("a/b",)),
+        # "**/" denies at every depth: a repository planted in a sub-directory
+        (".git/config", ("**/.git/",)),
+        ("sub/.git/config", ("**/.git/",)),
+        ("sub/dir/.git/hooks/pre-commit", ("**/.git/",)),
+        ("./x/.git/hooks/post-checkout", ("**/.git/",)),
+        ("x/.GIT/config", ("**/.git/",)),
+        ("sub/.git", ("**/.git/",)),
     ],
 )
 def test_denied_prefixes_refuse(tree, path, denied):
@@ -203,6 +210,10 @@ def test_denied_prefixes_are_relative_to_the_workspace_and_match_whole_component
     assert _resolve(tree, "config.json.bak", ("config.json",)) == tree / "config.json.bak"
     assert _resolve(tree, "src/.git/x", (".git/",)) == tree / "src/.git/x"
     assert _resolve(tree, "memory.md", ("memory/",)) == tree / "memory.md"
+    # at any depth, still whole components
+    assert _resolve(tree, "src/.github/x", ("**/.git/",)) == tree / "src/.github/x"
+    assert _resolve(tree, "src/my.git/x", ("**/.git/",)) == tree / "src/my.git/x"
+    assert _resolve(tree, "src/.gitignore", ("**/.git/",)) == tree / "src/.gitignore"
 
 
 def test_a_workspace_that_does_not_exist_refuses_everything(tmp_path):

@@ -68,11 +68,12 @@ BINARY_EXTENSIONS = frozenset(
 JUNK_DIRS = frozenset({"node_modules", "vendor", "__pycache__"})
 
 # PathDenyable (SPEC B §8): upstream's lists without GoClaw's own files (config.json, goclaw.db: Toolgate
-# keeps no state in workspaces), plus `.git/` for the tools that change or enumerate files: an agent
-# rewriting .git/hooks or .git/config gets code run by the next git command. read_file keeps `.media/`
+# keeps no state in workspaces), plus `.git/` at every depth (`**/.git/`: `sub/.git/config` too) for the
+# tools that change or enumerate files: an agent rewriting .git/hooks or .git/config, or planting a
+# repository in a sub-directory, gets code run by the next git command there. read_file keeps `.media/`
 # and `.uploads/` readable, as upstream. search and glob read what read_file reads, so they share its
 # list. A tenant's or agent's `denied_prefixes` setting adds to these, never removes from them.
-_WRITE_DENIED = (".git/", "memory/", ".media/", ".uploads/", "delegate/")
+_WRITE_DENIED = ("**/.git/", "memory/", ".media/", ".uploads/", "delegate/")
 _READ_DENIED = ("memory/",)
 DEFAULT_DENIED_PREFIXES: dict[str, tuple[str, ...]] = {
     "read_file": _READ_DENIED,
