@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System packages the test suite needs beyond Python: Chromium (+ driver) for the dashboard browser tests,
 # redis-server for the live tests of the Redis channel layer and cache (the suite starts its own),
-# busybox-static for the exec sandbox's test image, and a running Docker engine (scripts/docker-engine.sh).
+# busybox-static for the exec sandbox's test image, bubblewrap for the jail every tenant process runs in,
+# and a running Docker engine (scripts/docker-engine.sh).
 # Installed with apt-get when missing and we are root; otherwise we fail loudly with what to install.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 [ -x /usr/bin/redis-server ] || missing+=(redis-server)
+[ -x /usr/bin/bwrap ] || missing+=(bubblewrap)
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q "ok installed" || missing+=(busybox-static)
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -15,6 +16,12 @@ from apps.tenants.roles import Role
 from config import embedded_db
 from tests import factories
 from tests.processes import LiveProcesses
+
+# The tests' own MCP servers (tests/mcp/servers, made with the SDK) are programs an operator would
+# install: the jail shows their directory read-only, here and in the processes the tests start.
+TEST_PROGRAMS = str(Path(__file__).resolve().parent / "mcp" / "servers")
+os.environ["TOOLGATE_JAIL_RO_PATHS"] = TEST_PROGRAMS
+settings.TOOLGATE_JAIL_RO_PATHS = [TEST_PROGRAMS]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

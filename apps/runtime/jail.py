@@ -193,11 +193,12 @@ def bwrap_args(jail: Jail, *, cwd: str, bwrap: str) -> list[str]:
     if not jail.network:
         args.append("--unshare-net")
     args += _system_binds()
-    for path in read_only_paths():
-        args += ["--ro-bind", path, path]
     args += ["--proc", "/proc", "--dev", "/dev"]
     args += ["--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]  # noqa: S108 - the jail's private tmpfs
     args += ["--size", str(TMPFS_BYTES), "--tmpfs", "/var/tmp"]  # noqa: S108
+    # After the tmpfs mounts, so a listed directory under /tmp is not hidden by them.
+    for path in read_only_paths():
+        args += ["--ro-bind", path, path]
     if jail.workspace is not None:
         args += ["--bind", str(os.path.realpath(jail.workspace)), WORKDIR]
     else:

@@ -333,7 +333,7 @@ def test_the_environment_is_minimal_plus_the_tools_env_and_its_values_never_come
 
     assert answer["is_error"] is False, answer
     assert answer["for_llm"] == (
-        f"it is [REDACTED] home={workspace.resolve()} path=/usr/local/bin:/usr/bin:/bin lang=C.UTF-8 "
+        "it is [REDACTED] home=/workspace path=/usr/local/bin:/usr/bin:/bin lang=C.UTF-8 "
         "db=none key=none field=none"
     )
     call = ToolCall.objects.for_tenant(tenant_a).get(pk=answer["call_id"])
@@ -410,8 +410,10 @@ esac | awk '{print $1}' | sort -u
 
 
 def test_the_seeds_own_dns_lookup_is_accepted_and_runs_once_its_deny_group_is_lifted(
-    admin_a, member_a, agent, workspace
+    owner_a, admin_a, member_a, agent, workspace
 ):
+    # A name lookup needs the network: without it, the jail's resolver answers nothing (only a loopback).
+    ok(owner_a.patch("/api/v1/tenant/", {"settings": {"sandbox": {"network": True}}}, format="json"))
     created = create(admin_a, SEED_DNS_LOOKUP)
     assert created["parameters"] == SEED_DNS_LOOKUP["parameters"]
     # dig is in exec's data_exfiltration group, which holds for the rendered command too.
@@ -425,7 +427,7 @@ def test_the_seeds_own_dns_lookup_is_accepted_and_runs_once_its_deny_group_is_li
     ok(
         admin_a.patch(
             f"{TOOLS}{created['id']}/",
-            {"env": {"PATH": f"{workspace.resolve()}/bin:/usr/bin:/bin"}},
+            {"env": {"PATH": "/workspace/bin:/usr/bin:/bin"}},  # the workspace, as the jail shows it
             format="json",
         )
     )

@@ -145,8 +145,18 @@ def test_a_credentialed_cli_typed_as_a_path_is_refused_in_the_sandbox(owner_a, m
     assert "binary path mismatch" in body["for_llm"]
 
 
-def test_a_credentialed_cli_runs_on_the_host_when_the_sandbox_is_off(owner_a, member_a, agent, awk):
-    configure(owner_a, mode="off")
+def test_a_credentialed_cli_runs_in_the_jail_when_the_container_sandbox_is_off(owner_a, member_a, agent, awk):
+    configure(owner_a, mode="off")  # written before the jail existed: read as "jail", never the host
+    body = call(member_a, "exec", {"command": "awk 'BEGIN { print ENVIRON[\"HOME\"] }'"})
+    assert body["is_error"] is False, body
+    assert body["for_llm"].splitlines()[0] == "/workspace"
+
+
+def test_a_credentialed_cli_runs_on_the_host_only_where_the_operator_allows_it(
+    owner_a, member_a, agent, awk, settings
+):
+    settings.TOOLGATE_ALLOW_HOST_EXEC = True
+    configure(owner_a, mode="host")
     body = call(member_a, "exec", {"command": "awk 'BEGIN { print ENVIRON[\"HOME\"] }'"})
     assert body["is_error"] is False, body
     assert body["for_llm"].splitlines()[0].endswith("/workspace")

@@ -17,7 +17,7 @@ def images(settings):
 def test_defaults_are_upstreams():
     config = SandboxConfig.of({})
     assert config.as_dict() == {
-        "mode": "off",
+        "mode": "jail",
         "scope": "session",
         "workspace_access": "rw",
         "image": "toolgate-sandbox:bookworm-slim",
@@ -28,6 +28,10 @@ def test_defaults_are_upstreams():
         "network": False,
         "read_only_root": True,
         "tmpfs_size_mb": 64,
+        "cpu_seconds": 300,
+        "address_space_mb": 4096,
+        "file_size_mb": 1024,
+        "open_files": 1024,
     }
 
 
@@ -45,8 +49,34 @@ def test_which_agents_run_sandboxed(mode, agent, applies):
     assert SandboxConfig.of({"mode": mode}).applies_to(agent) is applies
 
 
-def test_an_unreadable_stored_mode_sandboxes_everything():
-    assert SandboxConfig.of({"mode": "sometimes"}).applies_to("main") is True
+def test_an_unreadable_stored_mode_confines_everything_in_the_jail():
+    config = SandboxConfig.of({"mode": "sometimes"})
+    assert (config.kind_for("main"), config.kind_for("bot")) == ("jail", "jail")
+
+
+@pytest.mark.parametrize(
+    ("mode", "allowed", "agent", "kind"),
+    [
+        ("jail", False, "bot", "jail"),
+        ("docker", False, "main", "docker"),
+        ("host", True, "bot", "host"),
+        ("host", False, "bot", "jail"),  # stored while allowed, read after the operator withdrew it
+        ("off", True, "bot", "jail"),
+        ("all", False, "main", "docker"),
+        ("non-main", False, "bot", "docker"),
+        ("non-main", False, "main", "jail"),
+    ],
+)
+def test_where_processes_run(settings, mode, allowed, agent, kind):
+    settings.TOOLGATE_ALLOW_HOST_EXEC = allowed
+    assert SandboxConfig.of({"mode": mode}).kind_for(agent) == kind
+
+
+def test_host_mode_is_refused_unless_the_operator_allows_it(settings):
+    settings.TOOLGATE_ALLOW_HOST_EXEC = False
+    assert any("TOOLGATE_ALLOW_HOST_EXEC=1" in e for e in validate({"mode": "host"}))
+    settings.TOOLGATE_ALLOW_HOST_EXEC = True
+    assert validate({"mode": "host"}) == []
 
 
 def test_unreadable_stored_values_take_the_defaults():
@@ -66,7 +96,9 @@ def test_the_agent_overrides_the_tenant_key_by_key():
     ("value", "message"),
     [
         ([], "Must be an object"),
-        ({"mode": "sometimes"}, '"mode" must be one of off, non-main, all.'),
+        ({"mode": "sometimes"}, '"mode" must be one of jail, docker, host.'),
+        ({"cpu_seconds": 0}, '"cpu_seconds" must be a whole number from 1 to 86400.'),
+        ({"open_files": 8}, '"open_files" must be a whole number from 16 to 65536.'),
         ({"scope": "global"}, '"scope" must be one of session, agent, shared.'),
         ({"workspace_access": "write"}, '"workspace_access" must be one of rw, ro, none.'),
         ({"memory_mb": 8}, '"memory_mb" must be a whole number from 16 to 16384.'),
