@@ -18,6 +18,7 @@ from apps.runtime.sandbox import config as sandbox_config
 from apps.runtime.sandbox.config import SandboxConfig
 from apps.teams import team_settings
 from apps.teams.models import Escalation, TaskComment, TaskEvent, Team
+from apps.tenants import setting_secrets
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent, ApiKey, agent_key_validator
 from apps.tenants.roles import Role, role_at_least
@@ -85,6 +86,47 @@ class DashboardForm(forms.Form):
         super().__init__(*args, **kwargs)
 
 
+# The secret-bearing setting the settings forms edit apart from the JSON (write-only, never rendered).
+WEB_SEARCH_KEY = "tools.web_search.api_key"
+
+
+def add_web_search_key_fields(form: forms.Form, *, stored: bool) -> None:
+    """Add the write-only web search API key to a settings form: a password field never filled in
+    (blank keeps the stored key) and a box that clears it. The label says whether one is set."""
+    form.fields["web_search_api_key"] = forms.CharField(
+        required=False,
+        max_length=setting_secrets.MAX_SECRET_LENGTH,
+        label=f"Web search API key ({'set' if stored else 'not set'})",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text=stored_secret_help("web search API key", stored=stored, hint="")
+        + " Brave's key, used when tools.web_search.provider is brave; stored encrypted, never shown.",
+    )
+    form.fields["web_search_api_key_clear"] = forms.BooleanField(
+        required=False, label="Clear the stored web search API key"
+    )
+
+
+def web_search_key_change(form: forms.Form) -> tuple[bool, str | None]:
+    """Whether the form asks to change the web search key, and to what (None: clear). Call after
+    ``is_valid``; a new key wins over the clear box."""
+    value = (form.cleaned_data.get("web_search_api_key") or "").strip()
+    if value:
+        return True, value
+    if form.cleaned_data.get("web_search_api_key_clear"):
+        return True, None
+    return False, None
+
+
+def clean_web_search_key(form: forms.Form) -> None:
+    """The rule the services apply to the key (no control characters, bounded), shown on its field."""
+    value = form.cleaned_data.get("web_search_api_key") or ""
+    if value:
+        document = setting_secrets.with_values({}, {WEB_SEARCH_KEY: value})
+        for messages in setting_secrets.validate(document).values():
+            for message in messages:
+                form.add_error("web_search_api_key", message)
+
+
 class AgentForm(DashboardForm):
     """The editable fields of an agent (the key is set once, in :class:`AgentCreateForm`)."""
 
@@ -101,12 +143,27 @@ class AgentForm(DashboardForm):
         "agent gets and how they may run is its policy.",
     )
 
+    def __init__(self, *args: Any, secret_paths: frozenset[str] = frozenset(), **kwargs: Any) -> None:
+        """``secret_paths``: the agent's stored setting secrets (only whether each is set is shown)."""
+        super().__init__(*args, **kwargs)
+        add_web_search_key_fields(self, stored=WEB_SEARCH_KEY in secret_paths)
+
     def clean_settings(self) -> dict[str, Any]:
         return parse_json_object(self.cleaned_data.get("settings"), example='{"temperature": 0.2}')
 
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        clean_web_search_key(self)
+        return cleaned
+
     def changes(self) -> dict[str, Any]:
-        """The cleaned editable fields, as ``agent_update`` takes them."""
-        return {name: self.cleaned_data[name] for name in AgentForm.base_fields}
+        """The cleaned editable fields, as ``agent_update`` takes them; the web search key, when the form
+        sets or clears it, goes into the settings (the service takes it out again and encrypts it)."""
+        changes = {name: self.cleaned_data[name] for name in AgentForm.base_fields}
+        changed, value = web_search_key_change(self)
+        if changed:
+            changes["settings"] = setting_secrets.with_values(changes["settings"], {WEB_SEARCH_KEY: value})
+        return changes
 
     @staticmethod
     def initial_for(agent: Agent) -> dict[str, Any]:
@@ -234,11 +291,15 @@ class RuntimeSettingsForm(DashboardForm):
         help_text='A JSON object of tool name → settings object, e.g. {"exec": {"timeout": 120}}.',
     )
 
-    def __init__(self, *args: Any, current: dict[str, Any], **kwargs: Any) -> None:
-        """``current``: the tenant's effective runtime settings (defaults < tenant), the form's baseline."""
+    def __init__(
+        self, *args: Any, current: dict[str, Any], secret_paths: frozenset[str] = frozenset(), **kwargs: Any
+    ) -> None:
+        """``current``: the tenant's effective runtime settings (defaults < tenant), the form's baseline;
+        ``secret_paths``: the tenant's stored setting secrets (only whether each is set is shown)."""
         self.current = current
         kwargs.setdefault("initial", self.initial_for(current))
         super().__init__(*args, **kwargs)
+        add_web_search_key_fields(self, stored=WEB_SEARCH_KEY in secret_paths)
 
     @staticmethod
     def initial_for(current: dict[str, Any]) -> dict[str, Any]:
@@ -267,6 +328,7 @@ class RuntimeSettingsForm(DashboardForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        clean_web_search_key(self)
         if self.errors:
             return cleaned
         # The same rule the model and the API apply, so a refusal is shown next to its field.
@@ -276,12 +338,18 @@ class RuntimeSettingsForm(DashboardForm):
         return cleaned
 
     def changes(self) -> dict[str, Any]:
-        """The runtime keys whose submitted value differs from the one in effect now."""
-        return {
+        """The runtime keys whose submitted value differs from the one in effect now; ``tools`` with the
+        web search key when the form sets or clears it (the service takes it out and encrypts it)."""
+        changes = {
             key: value
             for key, value in self.settings_values().items()
             if _normalized(key, value) != _normalized(key, self.current[key])
         }
+        changed, value = web_search_key_change(self)
+        if changed:
+            values = setting_secrets.with_values(self.settings_values(), {WEB_SEARCH_KEY: value})
+            changes["tools"] = values["tools"]
+        return changes
 
 
 def _normalized(key: str, value: Any) -> Any:

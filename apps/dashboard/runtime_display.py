@@ -19,6 +19,7 @@ from django.db.models import Q
 from apps.policy import engine
 from apps.policy.models import PolicyDocument, Scope
 from apps.runtime.config import DEFAULTS, effective
+from apps.tenants import setting_secrets
 
 if TYPE_CHECKING:
     from apps.tenants.models import Agent, Tenant
@@ -107,12 +108,16 @@ def describe(key: str, value: Any) -> str:
 
 
 def setting_rows(
-    tenant_settings: Mapping[str, Any], agent_settings: Mapping[str, Any] | None = None
+    tenant_settings: Mapping[str, Any],
+    agent_settings: Mapping[str, Any] | None = None,
+    *,
+    secret_paths: frozenset[str] = frozenset(),
 ) -> list[SettingRow]:
     """One row per runtime settings key, in the order of the defaults, with the value in effect and its
-    source."""
+    source. ``secret_paths``: the secret-bearing keys stored for the tenant or the agent, shown as
+    ``{"set": true}`` (the values are never read here)."""
     agent = agent_settings or {}
-    values = effective(tenant_settings, agent)
+    values = setting_secrets.with_status(effective(tenant_settings, agent), secret_paths)
     rows = []
     for key in DEFAULTS:
         source: Source = "agent" if key in agent else "tenant" if key in tenant_settings else "default"

@@ -47,7 +47,12 @@ def agent_create(request: DashboardRequest) -> HttpResponse:
 def agent_edit(request: DashboardRequest, key: str) -> HttpResponse:
     """Change an agent's name, description, type, provider, model or settings (never its key)."""
     agent = access.access_agent(actor=request.actor, key=key)
-    form = AgentForm(request.POST if request.method == "POST" else None, initial=AgentForm.initial_for(agent))
+    secret_paths = selectors.agent_secret_paths(agent=agent)
+    form = AgentForm(
+        request.POST if request.method == "POST" else None,
+        initial=AgentForm.initial_for(agent),
+        secret_paths=secret_paths,
+    )
     if request.method == "POST" and form.is_valid():
         try:
             services.agent_update(actor=request.actor, agent=agent, changes=form.changes())
@@ -63,7 +68,12 @@ def agent_edit(request: DashboardRequest, key: str) -> HttpResponse:
             "form": form,
             "agent": agent,
             # What is saved now (not the unsaved form): defaults < tenant < this agent's settings.
-            "runtime_rows": setting_rows(request.actor.tenant.settings, agent.settings),
+            "runtime_rows": setting_rows(
+                request.actor.tenant.settings,
+                agent.settings,
+                secret_paths=selectors.setting_secret_paths(tenant=request.actor.tenant)
+                | selectors.agent_secret_paths(agent=agent),
+            ),
             "policy_rows": policy_rows(request.actor.tenant, agent),
         },
     )

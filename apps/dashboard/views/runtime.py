@@ -9,6 +9,8 @@ POST is refused before any view code runs.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
@@ -18,21 +20,30 @@ from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import RuntimeResetForm, RuntimeSettingsForm, add_service_error
 from apps.dashboard.runtime_display import LABELS, policy_rows, setting_rows
 from apps.runtime.config import effective
-from apps.tenants import services
+from apps.tenants import selectors, services
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
+
+
+def _form(request: DashboardRequest, data: Any = None) -> RuntimeSettingsForm:
+    tenant = request.actor.tenant
+    return RuntimeSettingsForm(
+        data,
+        current=effective(tenant.settings, {}),
+        secret_paths=selectors.setting_secret_paths(tenant=tenant),
+    )
 
 
 def _page(request: DashboardRequest, form: RuntimeSettingsForm | None, status: int = 200) -> HttpResponse:
     tenant = request.actor.tenant
     can_edit = request.actor.can(Role.ADMIN)
     if form is None and can_edit:
-        form = RuntimeSettingsForm(current=effective(tenant.settings, {}))
+        form = _form(request)
     return render(
         request,
         "dashboard/runtime/settings.html",
         {
-            "rows": setting_rows(tenant.settings),
+            "rows": setting_rows(tenant.settings, secret_paths=selectors.setting_secret_paths(tenant=tenant)),
             "policy_rows": policy_rows(tenant),
             "form": form,
             "can_edit": can_edit,
@@ -51,8 +62,7 @@ def runtime_settings(request: DashboardRequest) -> HttpResponse:
 @dashboard_view(Role.ADMIN, methods=("POST",))
 def runtime_settings_edit(request: DashboardRequest) -> HttpResponse:
     """Save the keys the form changed through ``tenant_update`` (which validates and audits)."""
-    tenant = request.actor.tenant
-    form = RuntimeSettingsForm(request.POST, current=effective(tenant.settings, {}))
+    form = _form(request, request.POST)
     if form.is_valid():
         changes = form.changes()
         if not changes:
