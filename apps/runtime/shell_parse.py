@@ -105,12 +105,17 @@ class Redirect:
 
 @dataclass(frozen=True)
 class SimpleCommand:
-    """A program invocation as the shell would run it: unquoted words, redirections, and how many
-    wrapper levels were looked through to find it (0 = written directly)."""
+    """A program invocation as the shell would run it: unquoted words, redirections, how many
+    wrapper levels were looked through to find it (0 = written directly), and the variable
+    assignments written before it (``LD_PRELOAD=x ls``; unquoted ``NAME=value`` words).
+
+    A statement made only of assignments (``PATH=.``) has no ``argv`` but keeps its assignments: it
+    changes what the following commands of the same shell run."""
 
     argv: tuple[str, ...]
     redirects: tuple[Redirect, ...] = ()
     depth: int = 0
+    assignments: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -471,12 +476,16 @@ def _brace_expand(word: str) -> list[str]:
     return [f"{head}{choice}{tail}" for choice in match.group(1).split(",")]
 
 
-def _strip_prefix(words: list[str]) -> list[str]:
-    """Drop leading variable assignments and shell keywords: ``FOO=1 if ! sudo x`` runs ``sudo``."""
+def _strip_prefix(words: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """Drop leading variable assignments and shell keywords: ``FOO=1 if ! sudo x`` runs ``sudo``.
+    Returns the words left and the assignments dropped."""
     i = 0
+    assignments: list[str] = []
     while i < len(words) and (_ASSIGNMENT.match(words[i]) or words[i] in _KEYWORDS):
+        if _ASSIGNMENT.match(words[i]):
+            assignments.append(words[i])
         i += 1
-    return words[i:]
+    return words[i:], tuple(assignments)
 
 
 def _shell_script_argument(argv: list[str]) -> str | None:
@@ -518,7 +527,8 @@ class _Walker:
         for raw in lexer.commands:
             if top:
                 self.result.segments.append(text[raw.start : raw.end].strip())
-            self.visit(_strip_prefix(raw.words), tuple(raw.redirects), depth, recursion)
+            words, assignments = _strip_prefix(raw.words)
+            self.visit(words, tuple(raw.redirects), depth, recursion, assignments)
         for inner in lexer.substitutions:
             self.parse_text(inner, depth, recursion + 1)
 
@@ -536,18 +546,26 @@ class _Walker:
         if depth + 1 > MAX_WRAPPER_DEPTH:
             self.result.too_deep = True
             return
-        self.visit(_strip_prefix(argv), (), depth + 1, recursion + 1)
+        words, assignments = _strip_prefix(argv)
+        self.visit(words, (), depth + 1, recursion + 1, assignments)
 
-    def visit(self, argv: list[str], redirects: tuple[Redirect, ...], depth: int, recursion: int) -> None:
+    def visit(
+        self,
+        argv: list[str],
+        redirects: tuple[Redirect, ...],
+        depth: int,
+        recursion: int,
+        assignments: tuple[str, ...] = (),
+    ) -> None:
         if recursion > _MAX_RECURSION:
             self.result.too_deep = True
             return
-        if not argv and not redirects:
+        if not argv and not redirects and not assignments:
             return
         if argv and _BRACE_LIST.search(argv[0]):
             # "{sudo,ls}" is brace-expanded by bash into the two words "sudo ls".
             argv = [*_brace_expand(argv[0]), *argv[1:]]
-        self.result.commands.append(SimpleCommand(tuple(argv), redirects, depth))
+        self.result.commands.append(SimpleCommand(tuple(argv), redirects, depth, assignments))
         if not argv:
             return
         name = os.path.basename(argv[0])
