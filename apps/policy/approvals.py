@@ -15,9 +15,11 @@ full                   allow   allow if matched or a safe bin, else ask         
 
 "Matched" is per simple command: an ``allowlist`` glob matching the program's basename (only for the
 program the call's ``PATH`` finds under that name, so ``./ls`` does not ride on ``ls``), its resolved
-path, or that command's own text; or an active allow-always rule of this tenant and agent for its
-resolved binary path and shape. A command that cannot be classified (NUL byte, nesting too deep)
-is denied.
+path, or that command's own text (assignments before the program included); a command that sets a
+variable outside the harmless few (``LD_PRELOAD=x ls``, ``PATH=.``) is matched by its text only, so an
+allowlisted ``ls`` does not carry a loader or search-path change; or an active allow-always rule of
+this tenant and agent for its resolved binary path and shape. A command that cannot be classified
+(NUL byte, nesting too deep) is denied.
 
 Then, in order:
 
@@ -37,6 +39,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from apps.policy.commands import Classified, classify
+from apps.policy.safe_bins import harmful_assignments
 from apps.runtime import shell_deny
 
 if TYPE_CHECKING:
@@ -68,12 +71,13 @@ class Verdict:
 
 
 def _glob_match(command: Classified, allowlist: Iterable[str]) -> bool:
+    by_program = not harmful_assignments(command.assignments)
     for glob in allowlist:
         if not isinstance(glob, str) or not glob:
             continue
-        if command.on_path and fnmatchcase(command.name, glob):
+        if by_program and command.on_path and fnmatchcase(command.name, glob):
             return True
-        if command.binary_path is not None and fnmatchcase(command.binary_path, glob):
+        if by_program and command.binary_path is not None and fnmatchcase(command.binary_path, glob):
             return True
         if fnmatchcase(command.text, glob):
             return True

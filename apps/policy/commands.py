@@ -18,7 +18,7 @@ For each simple command:
 * **shape**: a normalised, whitespace-separated form keyed by the binary path, never by the
   basename alone::
 
-      <binary path> [<subcommand>] [<flag> …] [*] [>]
+      <binary path> [<subcommand>] [<flag> …] [<NAME>= …] [*] [>]
 
   - ``<binary path>``: as above, or ``?<name>`` when unresolved;
   - ``<subcommand>``: for programs in :data:`SUBCOMMAND_PROGRAMS` (``git``, ``npm``, ``docker`` …)
@@ -27,6 +27,8 @@ For each simple command:
     name and drops its value (``--output=x`` → ``--output=``); a cluster of short letters is split
     (``-rf`` → ``-f -r``); a short option with its value attached keeps the letter (``-n10`` →
     ``-n``); a bare number option becomes ``-N`` (``head -5``);
+  - ``<NAME>=``: the name of every variable assigned before the program (``TZ=UTC date`` →
+    ``TZ=``), sorted, so an approved ``ls`` does not approve ``LD_PRELOAD=x ls``;
   - ``*``: present when the command has at least one positional argument (their values, and the
     values of options given as a separate word, are generalised away);
   - ``>``: present when the command has a redirection that writes.
@@ -34,11 +36,17 @@ For each simple command:
   ``/usr/bin/git log --oneline -n 5`` has the shape ``/usr/bin/git log --oneline -n *``; ``sort -o f
   x`` (``/usr/bin/sort -o *``) and ``sort x`` (``/usr/bin/sort *``) differ, so a rule for one does not
   approve the other.
-* **safe**: whether it is a read-only program of the hardened safe-bin list (:data:`SAFE_BINS`,
-  B §6.2's list with everything that writes, executes or installs removed), found where the call's
-  ``PATH`` finds that name (``./ls`` is a different binary with the same basename: not safe), used in
-  no write form (:func:`_write_form`), and with no writing redirection. Interpreters, package
-  managers, build tools, ``tee``, ``xargs``, ``awk`` and ``patch`` are never safe.
+* **safe**: whether it is a read-only program of the hardened safe-bin list
+  (:data:`apps.policy.safe_bins.SAFE_BINS`: B §6.2's list with everything that writes, executes or
+  installs removed, ``git`` included), found where the call's ``PATH`` finds that name (``./ls`` is a
+  different binary with the same basename: not safe), used in none of the forms
+  :func:`apps.policy.safe_bins.refused_form` refuses (options read as ``getopt_long`` reads them,
+  abbreviations included: ``sort --out=f`` is ``sort --output=f``), with no writing redirection and no
+  variable assignment outside :data:`apps.policy.safe_bins.HARMLESS_VARIABLES`. ``why_not_safe``
+  says which of these failed. A statement made only of assignments (``PATH=.; ls``) changes what the
+  rest of the line runs: it is listed as a command of its own (no program, never safe) unless every
+  name it sets is harmless. The module docstring of :mod:`apps.policy.safe_bins` has the table of
+  every safe program, the forms refused and why.
 
 A command with a NUL byte, nesting deeper than the reader follows, or nothing to run is **invalid**:
 callers deny it (fail closed).
@@ -51,16 +59,9 @@ import re
 import shutil
 from dataclasses import dataclass
 
+from apps.policy.safe_bins import SAFE_BINS, harmful_assignments, refused_form
 from apps.runtime import shell_parse
 
-# Read-only programs (B §6.2's safe bins minus everything that can write, execute or install).
-SAFE_BINS = frozenset(
-    {
-        "cat", "echo", "ls", "pwd", "head", "tail", "wc", "sort", "uniq", "grep", "find", "which",
-        "whoami", "date", "uname", "hostname", "df", "du", "free", "uptime", "file", "stat", "dirname",
-        "basename", "realpath", "jq", "yq", "sed", "tr", "cut", "diff", "git",
-    }
-)  # fmt: skip
 # Programs whose first word is a subcommand that changes what they do.
 SUBCOMMAND_PROGRAMS = frozenset(
     {
@@ -69,23 +70,11 @@ SUBCOMMAND_PROGRAMS = frozenset(
         "terraform", "poetry", "uv", "conda", "gem", "composer", "dotnet", "mvn", "gradle",
     }
 )  # fmt: skip
-# git subcommands that only read (and the options that make even them write or run programs).
-GIT_READ_SUBCOMMANDS = frozenset(
-    {"status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "blame"}
-)
-_GIT_WRITE_OPTIONS = ("--output", "--ext-diff", "--textconv", "--exec", "--upload-pack", "--receive-pack")
-_GIT_BRANCH_LIST_FLAGS = frozenset({"-a", "-r", "-v", "--all", "--remotes", "--list", "--show-current"})
-
-_FIND_WRITE_ACTIONS = frozenset(
-    {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}
-)
 _SUBCOMMAND = re.compile(r"^[a-z][a-z0-9._-]*$")
 _SHORT_CLUSTER = re.compile(r"^-[A-Za-z]+$")
 _NUMBER_OPTION = re.compile(r"^-[0-9]+$")
 # Left in a word after unquoting, these mean the shell would expand it: the program is not known.
 _EXPANSION = re.compile(r"[$`*?\[\]{}~\\'\"]")
-# The s/pattern/replacement/ part of a sed script (any delimiter); what is left are its commands and flags.
-_SED_SUBSTITUTE = re.compile(r"s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1")
 
 
 @dataclass(frozen=True)
@@ -101,6 +90,8 @@ class Classified:
     safe: bool
     writes: bool  # a redirection that writes
     depth: int  # wrapper levels looked through to find it
+    assignments: tuple[str, ...] = ()  # NAME=value words written before the program
+    why_not_safe: str = ""  # for a program of the safe list (or assignments) that is not safe: why
 
 
 @dataclass(frozen=True)
@@ -150,7 +141,9 @@ def _flags_and_positionals(words: tuple[str, ...]) -> tuple[list[str], bool]:
     return sorted(flags), positional
 
 
-def shape_of(argv: tuple[str, ...], binary_path: str | None, *, writes: bool) -> str:
+def shape_of(
+    argv: tuple[str, ...], binary_path: str | None, *, writes: bool, assignments: tuple[str, ...] = ()
+) -> str:
     """The normalised shape of one simple command (see the module docstring)."""
     name = os.path.basename(argv[0]) if argv else ""
     parts = [binary_path or f"?{name}"]
@@ -160,6 +153,7 @@ def shape_of(argv: tuple[str, ...], binary_path: str | None, *, writes: bool) ->
         rest = rest[1:]
     flags, positional = _flags_and_positionals(rest)
     parts.extend(flags)
+    parts.extend(sorted({assignment.split("=", 1)[0] + "=" for assignment in assignments}))
     if positional:
         parts.append("*")
     if writes:
@@ -167,73 +161,20 @@ def shape_of(argv: tuple[str, ...], binary_path: str | None, *, writes: bool) ->
     return " ".join(parts)
 
 
-def _sed_writes(args: tuple[str, ...]) -> bool:
-    scripts: list[str] = []
-    explicit = False
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word in {"-i", "--in-place"} or word.startswith(("--in-place", "-i")) or word.startswith("-s"):
-            return True
-        if word in {"-f", "--file"} or word.startswith("--file="):
-            return True  # a script file: not readable from here
-        if word in {"-e", "--expression"} and i + 1 < len(args):
-            scripts.append(args[i + 1])
-            explicit = True
-            i += 2
-            continue
-        if word.startswith("--expression="):
-            scripts.append(word.split("=", 1)[1])
-            explicit = True
-        elif word.startswith("--"):
-            pass  # --quiet, --regexp-extended, --posix …
-        elif word.startswith("-") and len(word) > 1:
-            if "i" in word[1:] or "f" in word[1:] or "e" in word[1:]:
-                return True  # -ni, -nf FILE, -ne SCRIPT: not worth untangling
-        elif not explicit and not scripts:
-            scripts.append(word)
-        i += 1
-    # Commands that write files (w, W), read them (r, R) or run programs (e), here or as an s flag.
-    return any(re.search(r"[wWrRe]", _SED_SUBSTITUTE.sub("", script)) for script in scripts)
-
-
-def _write_form(name: str, args: tuple[str, ...]) -> bool:
-    """Whether a safe-bin program is used in a form that writes, executes or reaches further."""
-    flags, positional = _flags_and_positionals(args)
-    flag_set = set(flags)
-    if name == "sort":
-        return bool(flag_set & {"-o", "--output=", "--output", "--compress-program=", "--compress-program"})
-    if name == "sed":
-        return _sed_writes(args)
-    if name == "find":
-        return any(word in _FIND_WRITE_ACTIONS for word in args)
-    if name == "grep":
-        return bool(
-            flag_set & {"-r", "-R", "--recursive", "--dereference-recursive", "--pre=", "--pre", "--devices="}
-        )
-    if name == "uniq":
-        return sum(1 for word in args if not word.startswith("-") or word == "-") > 1  # uniq IN OUT
-    if name == "date":
-        return bool(flag_set & {"-s", "--set=", "--set"})
-    if name == "hostname":
-        return positional or bool(flag_set & {"-F", "--file=", "--file", "-b", "--boot"})
-    if name == "yq":
-        return bool(flag_set & {"-i", "--inplace"})
-    if name == "git":
-        return _git_writes(args)
-    return False
-
-
-def _git_writes(args: tuple[str, ...]) -> bool:
-    if not args or not _SUBCOMMAND.match(args[0]) or args[0] not in GIT_READ_SUBCOMMANDS:
-        return True  # global options before the subcommand (-c, -C, --exec-path=…) or a write subcommand
-    rest = args[1:]
-    if any(word.startswith(_GIT_WRITE_OPTIONS) for word in rest):
-        return True
-    if args[0] == "branch":
-        flags, positional = _flags_and_positionals(rest)
-        return positional or not set(flags) <= _GIT_BRANCH_LIST_FLAGS
-    return False
+def _why_not_safe(simple: shell_parse.SimpleCommand, *, on_path: bool, writes: bool) -> str:
+    name = simple.name
+    if not simple.argv:
+        return "assigns variables that change what the following commands run"
+    if name not in SAFE_BINS:
+        return "not a read-only program of the safe list"
+    if not on_path:
+        return f"not the {name} the call's PATH finds"
+    if writes:
+        return "redirects output to a file"
+    harmful = harmful_assignments(simple.assignments)
+    if harmful:
+        return f"runs with the variable {harmful[0].split('=', 1)[0]} set"
+    return refused_form(name, simple.argv[1:])
 
 
 def _classify_one(simple: shell_parse.SimpleCommand, *, cwd: str, path_env: str) -> Classified:
@@ -242,17 +183,19 @@ def _classify_one(simple: shell_parse.SimpleCommand, *, cwd: str, path_env: str)
     name = simple.name
     binary_path = resolve_binary(argv[0], cwd=cwd, path_env=path_env) if argv else None
     on_path = binary_path is not None and resolve_binary(name, cwd=cwd, path_env=path_env) == binary_path
-    safe = on_path and name in SAFE_BINS and not writes and not _write_form(name, argv[1:])
+    why_not_safe = _why_not_safe(simple, on_path=on_path, writes=writes)
     return Classified(
         argv=argv,
-        text=" ".join(argv),
+        text=" ".join((*simple.assignments, *argv)),
         name=name,
         binary_path=binary_path,
         on_path=on_path,
-        shape=shape_of(argv, binary_path, writes=writes),
-        safe=safe,
+        shape=shape_of(argv, binary_path, writes=writes, assignments=simple.assignments),
+        safe=not why_not_safe,
         writes=writes,
         depth=simple.depth,
+        assignments=simple.assignments,
+        why_not_safe=why_not_safe,
     )
 
 
@@ -265,7 +208,10 @@ def classify(command: str, *, cwd: str, path_env: str) -> Classification:
         normalised = shell_parse.normalize(command)
     except shell_parse.NulByteError as error:
         return Classification(command=command, invalid=f"{error}")
-    found: dict[tuple[tuple[str, ...], int, tuple[shell_parse.Redirect, ...]], shell_parse.SimpleCommand] = {}
+    found: dict[
+        tuple[tuple[str, ...], int, tuple[shell_parse.Redirect, ...], tuple[str, ...]],
+        shell_parse.SimpleCommand,
+    ] = {}
     for _variant, parsed in shell_parse.iter_all_commands(normalised):
         if parsed.too_deep:
             return Classification(
@@ -274,9 +220,12 @@ def classify(command: str, *, cwd: str, path_env: str) -> Classification:
                 f"{shell_parse.MAX_WRAPPER_DEPTH} levels; it cannot be checked",
             )
         for simple in parsed.commands:
-            found.setdefault((simple.argv, simple.depth, simple.redirects), simple)
+            found.setdefault((simple.argv, simple.depth, simple.redirects, simple.assignments), simple)
     commands = tuple(
-        _classify_one(simple, cwd=cwd, path_env=path_env) for simple in found.values() if simple.argv
+        _classify_one(simple, cwd=cwd, path_env=path_env)
+        for simple in found.values()
+        # A statement of assignments alone matters only when it sets something not harmless.
+        if simple.argv or harmful_assignments(simple.assignments)
     )
     if not commands:
         return Classification(command=normalised, invalid="command runs no program")

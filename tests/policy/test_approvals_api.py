@@ -108,12 +108,24 @@ def test_package_installs_ask_with_the_default_settings(member_a, agent, tenant_
     assert "installs or removes packages" in approval.reason
 
 
-def test_the_system_origin_never_waits(member_a, agent, tenant_a):
+def test_the_system_origin_never_waits_and_no_key_can_claim_it(member_a, agent, tenant_a):
+    from apps.runtime import pipeline
+
     set_policy(tenant_a, execApproval={"security": "full", "ask": "always"})
-    response = run(member_a, "echo from-cron", origin="system")
-    assert response.json()["is_error"] is False
-    assert "from-cron" in response.json()["for_llm"]
+    outcome = pipeline.execute(
+        actor=Actor.system(tenant_a),
+        request=pipeline.CallRequest(
+            agent=agent, tool="exec", args={"command": "echo from-cron"}, origin="system"
+        ),
+    )
+    assert outcome.result.is_error is False
+    assert "from-cron" in outcome.result.for_llm
     assert not PendingApproval.objects.for_tenant(tenant_a).exists()
+
+    refused = run(member_a, "echo from-a-key", origin="system")
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "origin_not_allowed"
+    assert ToolCall.objects.for_tenant(tenant_a).count() == 1
 
 
 def test_security_deny_refuses_at_once(member_a, agent, tenant_a):
@@ -416,3 +428,70 @@ def test_the_requesting_key_reads_its_own_approval_and_no_other(member_a, admin_
     assert "admin" in refused.json()["error"]["message"]
     assert member_a.get("/api/v1/approvals/").status_code == 403
     assert admin_a.get(f"/api/v1/approvals/{mine['approval_id']}/").status_code == 200
+
+
+# --- hostile command lines ask instead of running ----------------------------------------------------------
+
+
+@pytest.fixture
+def planted(agent, tenant_a):
+    """The agent's workspace with a program named ``ls`` and a repository in a sub-directory, both set
+    up to leave a file behind if they ever run."""
+    import os
+    import shutil
+    import subprocess
+
+    from apps.runtime.workspace import workspace_for
+
+    workspace = workspace_for(tenant=tenant_a, agent=agent, user_id="")
+    fake = workspace / "ls"
+    fake.write_text("#!/bin/sh\ntouch made-by-fake-ls\n")
+    os.chmod(fake, 0o700)
+    if shutil.which("git"):
+        subprocess.run(["git", "init", "-q", str(workspace / "sub")], check=True)
+        with open(workspace / "sub" / ".git" / "config", "a") as config:
+            config.write(
+                "[core]\n\tfsmonitor = touch ../made-by-fsmonitor\n\tpager = touch ../made-by-pager\n"
+            )
+    return workspace
+
+
+@pytest.mark.parametrize(
+    ("command", "would_write"),
+    [
+        ("sort --out=made-by-sort /dev/null", "made-by-sort"),  # --out is --output
+        ("sed --expr='w made-by-sed' /dev/null", "made-by-sed"),  # --expr is --expression
+        ("find . -maxdepth 0 -fprint made-by-find", "made-by-find"),
+        ("uniq /dev/null made-by-uniq", "made-by-uniq"),
+        ("PATH=.:/usr/bin:/bin ls", "made-by-fake-ls"),  # an assignment before the program
+        ("PATH=.; ls", "made-by-fake-ls"),  # an assignment statement before it
+        (
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0='touch made-by-pager' ls",
+            "made-by-pager",
+        ),
+        ("cd sub && git status", "made-by-fsmonitor"),  # a repository planted one level down
+        ("git -C sub log", "made-by-pager"),
+    ],
+)
+def test_hostile_forms_of_read_only_programs_ask_and_nothing_runs(
+    member_a, agent, tenant_a, planted, command, would_write
+):
+    on_miss(tenant_a)
+    asked = ask_later(member_a, command)
+
+    approval = PendingApproval.objects.for_tenant(tenant_a).get(pk=asked["approval_id"])
+    assert (approval.status, approval.command) == ("pending", command)
+    assert not ToolCall.objects.for_tenant(tenant_a).exists()
+    assert not (planted / would_write).exists()
+
+
+def test_the_same_programs_read_without_asking(member_a, agent, tenant_a, planted):
+    on_miss(tenant_a)
+    for command in ("sort /dev/null", "sed -n 1p /dev/null", "LC_ALL=C ls", "find . -maxdepth 1 -name 'l*'"):
+        response = run(member_a, command, wait=False)
+        assert response.status_code == 200, (command, response.content)
+        assert response.json()["is_error"] is False, (command, response.json())
+    listing = run(member_a, "LC_ALL=C ls", wait=False).json()["for_llm"]
+    assert "ls" in listing.split()  # the workspace the hostile forms were tried in
+    assert not PendingApproval.objects.for_tenant(tenant_a).exists()
+    assert not (planted / "made-by-fake-ls").exists()

@@ -13,6 +13,7 @@ from apps.policy import approvals, engine
 from apps.policy.approval_models import ApprovalRule
 from apps.policy.commands import classify
 from apps.policy.engine import CallScope
+from apps.policy.safe_bins import SAFE_BINS
 from apps.runtime.tools.exec import SAFE_PATH
 from apps.tenants import services
 from apps.tenants.actors import Actor
@@ -93,8 +94,6 @@ def test_a_subcommand_is_part_of_the_shape():
     assert log.shape == f"{os.path.realpath(GIT or '')} log --oneline -n *"
     (push,) = commands("git push origin main")
     assert push.shape.endswith(" push *")
-    assert log.safe
-    assert not push.safe
 
 
 def test_the_same_command_with_other_arguments_has_the_same_shape():
@@ -173,24 +172,322 @@ def test_read_only_uses_of_safe_bins_are_safe(command):
     assert all(c.safe for c in classified), classified
 
 
-@pytest.mark.skipif(GIT is None, reason="git is not installed")
+# --- every safe program, table-driven: the forms that write, run programs or read through an option ---
+# Each row: a command line and a fragment of the reason it is not safe. Abbreviated long options are read
+# as getopt_long reads them (an unambiguous prefix is the option).
+
+HOSTILE_FORMS: dict[str, list[tuple[str, str]]] = {
+    "sort": [
+        ("sort -o out f", "-o writes"),
+        ("sort -oout f", "-o writes"),
+        ("sort -ro out f", "-o writes"),
+        ("sort f -o out", "-o writes"),  # options after operands (GNU permutation)
+        ("sort --output=out f", "--output writes"),
+        ("sort --output out f", "--output writes"),
+        ("sort --out=out f", "--output writes"),
+        ("sort --o=out f", "--output writes"),
+        ("sort --compress-program=sh f", "--compress-program runs"),
+        ("sort --compress-prog=sh f", "--compress-program runs"),
+        ("sort --comp sh f", "--compress-program runs"),
+        ("sort --c=sh f", "ambiguous"),  # --check or --compress-program: getopt refuses, so do we
+        ("sort --files0-from=list", "--files0-from reads"),
+        ("sort --files0=list", "--files0-from reads"),
+        ("sort -T /tmp/x f", "-T writes"),
+        ("sort --temp=/tmp/x f", "--temporary-directory writes"),
+        ("sort --no-such-option f", "unknown"),
+    ],
+    "uniq": [
+        ("uniq in out", "second operand"),
+        ("uniq -c in out", "second operand"),
+        ("uniq in -c out", "second operand"),
+        ("uniq --skip-f=1 in out", "second operand"),
+    ],
+    "grep": [
+        ("grep -r x .", "-r searches"),
+        ("grep -R x .", "-R searches"),
+        ("grep -nri x .", "-r searches"),
+        ("grep --recursive x .", "--recursive searches"),
+        ("grep --rec x .", "--recursive searches"),
+        ("grep --dereference-recursive x .", "--dereference-recursive searches"),
+        ("grep --deref x .", "--dereference-recursive searches"),
+        ("grep -d recurse x .", "searches recursively"),
+        ("grep -drecurse x .", "searches recursively"),
+        ("grep --directories=recurse x .", "searches recursively"),
+        ("grep --dir=rec x .", "searches recursively"),
+        ("grep -D read x /dev/zero", "-D reads devices"),
+        ("grep --devices=read x f", "--devices reads devices"),
+        ("grep --pre=sh x f", "unknown"),  # ripgrep's preprocessor option: not GNU grep's
+    ],
+    "find": [
+        ("find . -exec sh -c id ;", "-exec runs"),
+        ("find . -execdir id ;", "-execdir runs"),
+        ("find . -ok id ;", "-ok runs"),
+        ("find . -okdir id ;", "-okdir runs"),
+        ("find . -delete", "-delete deletes"),
+        ("find . -fprint out", "-fprint writes"),
+        ("find . -fprint0 out", "-fprint0 writes"),
+        ("find . -fprintf out %p", "-fprintf writes"),
+        ("find . -fls out", "-fls writes"),
+        ("find -files0-from list", "-files0-from reads"),
+    ],
+    "sed": [
+        ("sed -i s/a/b/ f", "-i edits"),
+        ("sed -i.bak s/a/b/ f", "-i edits"),
+        ("sed -ni s/a/b/ f", "-i edits"),
+        ("sed --in-place s/a/b/ f", "-i edits"),
+        ("sed --in-place=.bak s/a/b/ f", "-i edits"),
+        ("sed --in s/a/b/ f", "-i edits"),
+        ("sed --i s/a/b/ f", "-i edits"),
+        ("sed s/a/b/ -i f", "-i edits"),
+        ("sed -f script.sed f", "-f reads its script"),
+        ("sed --file=script.sed f", "-f reads its script"),
+        ("sed --fi=script.sed f", "-f reads its script"),
+        ("sed 1e f", "command e runs"),
+        ("sed -n '1e id' f", "command e runs"),
+        ("sed -e p -e 'e id' f", "command e runs"),
+        ("sed --expression='e id' f", "command e runs"),
+        ("sed --expr='e id' f", "command e runs"),
+        ("sed --exp 'e id' f", "command e runs"),
+        ("sed 's/.*/id/e' f", "flag e runs"),
+        ("sed 's|x|id|ge' f", "flag e runs"),
+        ("sed --expr=s/a/b/e f", "flag e runs"),
+        ("sed 's/a/b/w out' f", "flag w writes"),
+        ("sed 's/a/b/gw out' f", "flag w writes"),
+        ("sed 'w out' f", "command w writes"),
+        ("sed '1,5w out' f", "command w writes"),
+        ("sed '/x/W out' f", "command W writes"),
+        ("sed '1r /etc/passwd' f", "command r reads"),
+        ("sed 'R /etc/passwd' f", "command R reads"),
+        ("sed '$!{N;w out\n}' f", "command w writes"),
+        ("sed -n '/a/!e id' f", "command e runs"),
+        ("sed 's/a/b' f", "cannot be read"),
+        ("sed 'k' f", "cannot be read"),
+    ],
+    "date": [
+        ("date -f /etc/passwd", "-f reads"),
+        ("date --file=/etc/passwd", "--file reads"),
+        ("date --fi=/etc/passwd", "--file reads"),
+        ("date -s 2020-01-01", "-s sets"),
+        ("date --set=2020-01-01", "--set sets"),
+        ("date --se 2020-01-01", "--set sets"),
+        ("date 010100002020", "sets the clock"),
+    ],
+    "hostname": [
+        ("hostname evil", "operand sets"),
+        ("hostname -F name.txt", "-F sets"),
+        ("hostname --fi=name.txt", "--file sets"),
+        ("hostname -b", "-b sets"),
+        ("hostname --boot", "--boot sets"),
+    ],
+    "wc": [
+        ("wc --files0-from=list", "--files0-from reads"),
+        ("wc --files0-from list", "--files0-from reads"),
+        ("wc --files=list", "--files0-from reads"),
+        ("wc --f list", "--files0-from reads"),
+    ],
+    "du": [
+        ("du --files0-from=list", "--files0-from reads"),
+        ("du --files0=list", "--files0-from reads"),
+    ],
+    "file": [
+        ("file -f list", "-f reads"),
+        ("file --files-from list", "--files-from reads"),
+        ("file --files=list", "--files-from reads"),
+        ("file -m /etc/passwd x", "-m reads"),
+        ("file --magic=/etc/passwd x", "--magic-file reads"),
+        ("file -C -m magic", "-C writes"),
+        ("file --comp -m magic", "--compile writes"),
+        ("file -p x", "-p changes"),
+        ("file -z x.gz", "-z runs"),
+        ("file -Z x.gz", "-Z runs"),
+        ("file --uncompress x.gz", "--uncompress runs"),
+        ("file -S x", "-S turns off"),
+        ("file --no-sandbox x", "--no-sandbox turns off"),
+    ],
+    "jq": [
+        ("jq -f prog.jq data.json", "-f reads its program"),
+        ("jq -nrf prog.jq", "-f reads its program"),
+        ("jq --from-file prog.jq data.json", "--from-file reads"),
+        ("jq -L lib 'import \"m\" as m; m::f' data.json", "-L loads"),
+        ("jq -Llib . data.json", "-L loads"),
+        ("jq --rawfile x /etc/passwd -n $x", "--rawfile reads"),
+        ("jq --slurpfile x /etc/passwd -n $x", "--slurpfile reads"),
+        ("jq --run-tests tests.txt", "--run-tests reads"),
+        ("jq -n env", "environment"),
+        ("jq -n $ENV.HOME", "environment"),
+        ('jq -n \'"m" as $x | include "m"; .\'', "loads modules"),
+    ],
+    "env": [
+        ("env", "prints the environment"),
+        ("env FOO=1", "prints the environment"),
+        ("env -i ls", "options"),
+        ("env -u HOME ls", "options"),
+        ("env -S 'ls -l'", "options"),
+        ("env LD_PRELOAD=/tmp/x.so ls", "sets LD_PRELOAD"),
+        ("env PATH=. ls", "sets PATH"),
+        ("env GIT_CONFIG_COUNT=1 ls", "sets GIT_CONFIG_COUNT"),
+        ("env LC_ALL=C BASH_ENV=x ls", "sets BASH_ENV"),
+    ],
+}
+
+
 @pytest.mark.parametrize(
-    ("command", "safe"),
+    ("command", "why"),
+    [row for rows in HOSTILE_FORMS.values() for row in rows],
+    ids=[f"{name}: {row[0]}"[:70] for name, rows in HOSTILE_FORMS.items() for row in rows],
+)
+def test_hostile_forms_of_safe_programs_are_not_safe(command, why):
+    first = commands(command)[0]
+    assert first.name in SAFE_BINS  # the program itself is on the list; the form is what is refused
+    assert not first.safe, first
+    assert why in first.why_not_safe, first.why_not_safe
+
+
+def test_every_program_of_the_safe_list_was_looked_at():
+    # The module docstring's table covers every program of the list; the programs with refused forms
+    # have rows above. The others (cat, echo, ls, pwd, head, tail, which, whoami, uname, df, free,
+    # uptime, stat, dirname, basename, realpath, tr, cut, diff) have no form that writes, runs a
+    # program or reads through an option.
+    without_refused_forms = {
+        "cat", "echo", "ls", "pwd", "head", "tail", "which", "whoami", "uname", "df", "free", "uptime",
+        "stat", "dirname", "basename", "realpath", "tr", "cut", "diff",
+    }  # fmt: skip
+    assert set(HOSTILE_FORMS) | without_refused_forms == SAFE_BINS
+    # and every one has a row in the module docstring's table (first column)
+    from apps.policy import safe_bins
+
+    lines = (safe_bins.__doc__ or "").split("\n")
+    rules = [i for i, line in enumerate(lines) if line.startswith("==========  ")]
+    rows = lines[rules[1] + 1 : rules[2]]  # between the rule under the header and the closing one
+    in_table = {name.strip() for row in rows for name in row[:12].split(",") if name.strip()}
+    assert not SAFE_BINS - in_table
+
+
+@pytest.mark.parametrize(
+    "program", ["git", "yq", "tee", "xargs", "awk", "patch", "less", "more", "xxd", "python3", "perl"]
+)
+def test_programs_that_write_or_run_programs_are_off_the_list(program):
+    assert program not in SAFE_BINS
+
+
+@pytest.mark.parametrize(
+    "command",
     [
-        ("git status", True),
-        ("git diff HEAD~1", True),
-        ("git branch", True),
-        ("git branch -a", True),
-        ("git branch new-branch", False),
-        ("git branch -D old", False),
-        ("git diff --output=f", False),
-        ("git -c core.pager=evil log", False),
-        ("git commit -m x", False),
-        ("git push", False),
+        # ordinary reads stay safe, options of every spelling included
+        "ls", "ls -la", "ls --all", "ls -R src", "cat x", "cat -n a b", "head -5 f", "head -n 5 f",
+        "head --lines=5 f", "tail -f log", "tail -n +2 f", "wc -l f", "wc --lines f", "wc -c < f",
+        "sort f", "sort -rn f", "sort -k2,2 -t, f", "sort --key=2 --reverse f", "sort -u f",
+        "sort --check f", "sort --rev f", "sort -S 10M f", "uniq f", "uniq -c f", "uniq -f 1 f",
+        "uniq --skip-fields=1 f", "grep foo f", "grep -n x file", "grep -in -e x -e y f", "grep -c x f",
+        "grep -E 'a|b' f", "grep --color=never x f", "grep --col x f", "grep -A2 -B 3 x f",
+        "grep -d skip x f", "grep --include='*.py' x f", "grep -l x a b",
+        "find . -name '*.py'", "find . -type f -newer x -print", "find src -maxdepth 2 -print0",
+        "date", "date +%s", "date -u", "date -d yesterday +%F", "date --date='1 day ago'",
+        "date -I", "date --iso-8601=seconds", "date -r f", "hostname", "hostname -f", "hostname --short",
+        "du -sh .", "du -h --max-depth=1 .", "df -h", "df --output=source,size", "file x", "file -b x",
+        "file --mime-type x", "stat x", "realpath .", "basename /a/b", "dirname /a/b", "which ls",
+        "whoami", "uname -a", "uptime", "free -m", "echo hi", "pwd", "tr a-z A-Z", "cut -d, -f1 f",
+        "diff a b", "diff -u a b", "diff -r a b",
+        "jq . f", "jq -r .name f", "jq -n '1+1'", "jq .env f", "jq '.a | keys' f",
+        "jq --arg x 1 -n '$x'", "jq -c --tab . f",
+        "sed -n 1,5p f", "sed s/a/b/g f", "sed -E 's/(a|b)+/x/' f", "sed -n '/error/p' f",
+        "sed '/^#/d' f", "sed -e 's/a/b/' -e '/x/d' f", "sed --expression=s/a/b/ f",
+        "sed --quiet --regexp-extended 's/a/b/p' f", "sed '$!N;s/\\n/ /;P;D' f",
+        "sed 'y/abc/xyz/' f", "sed '1i header' f", "sed '/x/a text with w r and e' f",
+        "sed ':a;N;$!ba;s/\\n/ /g' f", "sed -s -n '$p' a b", "sed 5q f", "sed -n l f",
+        "env LC_ALL=C sort f", "env TZ=UTC date",
+    ],
+)  # fmt: skip
+def test_ordinary_reads_stay_safe(command):
+    classified = commands(command)
+    assert all(c.safe for c in classified), [(c.text, c.why_not_safe) for c in classified]
+
+
+# --- variable assignments ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "LD_PRELOAD=/tmp/x.so ls",
+        "LD_LIBRARY_PATH=. cat f",
+        "PATH=. ls",
+        "PATH=.:$PATH ls",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0='sh -c id' cat f",
+        "BASH_ENV=x sort f",
+        "IFS=/ ls",
+        "HOME=. ls",
+        "FOO=bar ls",
+        "LC_ALL=C PATH=. ls",
+        "LANG=../../tmp/x ls",  # a harmless name with a value that is not plain
+        "TZ=$(id) date",
+        "ls && PAGER=x head f",
+        "echo hi | LD_PRELOAD=x wc -l",
     ],
 )
-def test_git_is_safe_only_for_reading(command, safe):
-    assert commands(command)[0].safe is safe
+def test_assignments_before_a_program_make_it_not_safe(command):
+    classified = commands(command)
+    assert not all(c.safe for c in classified)
+    assigned = [c for c in classified if c.assignments]
+    assert assigned
+    assert any("variable" in c.why_not_safe for c in assigned), assigned
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "PATH=.; ls",
+        "PATH=. && ls",
+        "IFS=x; ls",
+        "export PATH=.; ls",
+        "LD_PRELOAD=x.so; export LD_PRELOAD; ls",
+    ],
+)
+def test_a_statement_of_assignments_makes_the_line_not_safe(command):
+    # "PATH=.; ls" runs ./ls: the assignment changes what the rest of the line runs.
+    classified = commands(command)
+    assert not all(c.safe for c in classified), classified
+
+
+@pytest.mark.parametrize(
+    "command", ["LC_ALL=C sort f", "LANG=en_US.UTF-8 ls", "TZ=UTC date", "TZ=:Europe/Paris date",
+                "COLUMNS=120 ls", "NO_COLOR=1 ls", "LC_ALL=C; sort f"]
+)  # fmt: skip
+def test_harmless_assignments_keep_a_read_safe(command):
+    classified = commands(command)
+    assert all(c.safe for c in classified), [(c.text, c.why_not_safe) for c in classified]
+
+
+def test_assignments_are_part_of_the_shape_and_the_text():
+    (plain,) = commands("ls -l")
+    (loaded,) = commands("LD_PRELOAD=x.so ls -l")
+    assert loaded.shape == f"{plain.shape} LD_PRELOAD="
+    assert loaded.text == "LD_PRELOAD=x.so ls -l"
+    assert loaded.assignments == ("LD_PRELOAD=x.so",)
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed")
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status",
+        "git log --oneline",
+        "git diff HEAD~1",
+        "git branch",
+        "git show HEAD",
+        "git -C sub log",
+        "git --git-dir=sub/.git log",
+        "git -c core.pager=evil log",
+        "git commit -m x",
+        "git push",
+    ],
+)
+def test_git_is_never_safe(command):
+    # A repository's config (core.pager, core.fsmonitor, diff drivers, hooks) runs programs, and one
+    # can always be planted in the workspace: `cd sub && git log` with sub/.git/config.
+    first = commands(command)[0]
+    assert not first.safe
+    assert first.why_not_safe == "not a read-only program of the safe list"
 
 
 def test_nul_bytes_and_too_deep_nesting_are_invalid():
@@ -323,3 +620,46 @@ def test_the_system_origin_never_asks_but_security_deny_still_denies(tenant_a, a
 @pytest.mark.django_db
 def test_unclassifiable_commands_are_denied(tenant_a, agent):
     assert decide(tenant_a, agent, "ls\x00", security="full", ask="off").decision == "deny"
+
+
+# --- through the decision: hostile forms ask in on-miss mode ------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sort --out=x f",
+        "sed --expr='e id' f",
+        "LD_PRELOAD=x.so ls",
+        "PATH=. ls",
+        "PATH=.; ls",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=id git log",
+        "cd sub && git log",
+        "env LD_PRELOAD=x.so cat f",
+        "find . -fprint out",
+        "uniq in out",
+    ],
+)
+def test_hostile_forms_ask_in_on_miss_mode(tenant_a, agent, command):
+    verdict = decide(tenant_a, agent, command, security="full", ask="on-miss")
+    assert verdict.decision == "ask", verdict
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("command", ["ls -la", "LC_ALL=C sort f", "grep -n x f | head -5", "env TZ=UTC date"])
+def test_reads_run_without_asking_in_on_miss_mode(tenant_a, agent, command):
+    assert decide(tenant_a, agent, command, security="full", ask="on-miss").decision == "allow"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("command", ["LD_PRELOAD=x.so ls", "PATH=. ls", f"LD_PRELOAD=x.so {LS}"])
+def test_an_allowlisted_program_does_not_carry_an_assignment(tenant_a, agent, command):
+    verdict = decide(tenant_a, agent, command, security="allowlist", ask="off", allowlist=["ls", LS])
+    assert verdict.decision == "deny"
+    # harmless names, or the whole text on the allowlist, still match
+    assert decide(
+        tenant_a, agent, "LC_ALL=C ls", security="allowlist", ask="off", allowlist=["ls"]
+    ).decision == ("allow")
+    listed = decide(tenant_a, agent, command, security="allowlist", ask="off", allowlist=[command])
+    assert listed.decision == "allow"
