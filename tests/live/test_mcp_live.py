@@ -4,8 +4,6 @@ the database: this process sees daphne's connection reported, lost and reconnect
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 
 import httpx
@@ -17,7 +15,7 @@ from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories
-from tests.mcp.live_servers import stdio_fields
+from tests.mcp.live_servers import kill_stdio_servers, stdio_fields
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
@@ -58,10 +56,8 @@ def test_discovered_by_the_worker_called_through_daphne_recovered_after_a_crash(
         listed = api.get("/api/v1/agents/bot/tools", params={"format": "mcp"}).json()["tools"]
         assert "mcp_demo__counter" in {t["name"] for t in listed}
         assert [call("mcp_demo__counter")["for_llm"] for _ in range(3)] == ["1", "2", "3"]
-        pid = int(call("mcp_demo__pid")["for_llm"])
-        assert pid != os.getpid()
-
-        os.kill(pid, signal.SIGKILL)
+        pid = call("mcp_demo__pid")["for_llm"]
+        assert kill_stdio_servers() == 1
         failed = call("mcp_demo__pid")
         assert failed["is_error"]
         row = MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk)
@@ -72,5 +68,5 @@ def test_discovered_by_the_worker_called_through_daphne_recovered_after_a_crash(
         )
         again = call("mcp_demo__pid")
         assert not again["is_error"]
-        assert int(again["for_llm"]) != pid
+        assert again["for_llm"] != pid
         assert call("mcp_demo__counter")["for_llm"] == "1"  # a new server process

@@ -5,6 +5,8 @@ seam allows (127.0.0.1 stays blocked, as in production)."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -59,3 +61,39 @@ def http_server(transport: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
+
+
+def _ancestors(pid: int) -> set[int]:
+    found: set[int] = set()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return found
+
+
+def kill_stdio_servers(script: Path = DEMO) -> int:
+    """SIGKILL the stdio test servers running ``script`` that this test process started (directly or
+    through a process it started, such as daphne); their pids inside their jails mean nothing on the
+    host, so they are found by command line and ancestry. Returns how many were killed."""
+    me, killed = os.getpid(), 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        program = os.path.basename(argv[0].decode(errors="replace")) if argv else ""
+        if (
+            str(script).encode() in argv
+            and program.startswith("python")
+            and me in _ancestors(int(entry.name))
+        ):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+    return killed

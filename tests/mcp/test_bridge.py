@@ -4,8 +4,6 @@ time, a killed server reported and reconnected, a hung call timing out, per-user
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 
 import pytest
@@ -15,7 +13,7 @@ from apps.mcp_grants import client, services
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
-from tests.mcp.live_servers import ALLOW_NETS, http_server, stdio_fields
+from tests.mcp.live_servers import ALLOW_NETS, http_server, kill_stdio_servers, stdio_fields
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("mcp_connections")]
 
@@ -30,7 +28,9 @@ TOOLS = {
     "options",
     "pid",
     "pixel",
+    "probe",
     "sleep",
+    "whoami",
 }
 
 
@@ -155,8 +155,8 @@ def test_grants_decide_at_call_time(tenant_a, member_a):
 
 def test_a_killed_server_is_reported_then_reconnected(tenant_a, member_a):
     server, _ = register(tenant_a)
-    pid = int(call(member_a, "mcp_demo__pid")["for_llm"])
-    os.kill(pid, signal.SIGKILL)
+    pid = call(member_a, "mcp_demo__pid")["for_llm"]
+    assert kill_stdio_servers() == 1
     started = time.monotonic()
     failed = call(member_a, "mcp_demo__pid")
     assert failed["is_error"]
@@ -171,7 +171,7 @@ def test_a_killed_server_is_reported_then_reconnected(tenant_a, member_a):
         assert time.monotonic() < deadline, again["for_llm"]
         assert "reconnecting" in again["for_llm"] or "disconnected" in again["for_llm"], again["for_llm"]
         time.sleep(0.5)
-    assert int(again["for_llm"]) != pid
+    assert again["for_llm"] != pid
     assert MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk).status == MCPServer.Status.CONNECTED
 
 
@@ -258,8 +258,8 @@ def test_the_discovery_job_stores_tools_and_status_and_keeps_no_connection(tenan
 def test_health_checks_find_a_dead_server_without_a_call_and_reconnect_it(tenant_a, member_a, settings):
     settings.TOOLGATE_MCP_HEALTH_SECONDS = 0.5
     server, _ = register(tenant_a)
-    pid = int(call(member_a, "mcp_demo__pid")["for_llm"])
-    os.kill(pid, signal.SIGKILL)
+    pid = call(member_a, "mcp_demo__pid")["for_llm"]
+    assert kill_stdio_servers() == 1
 
     seen = set()
     # A dead stdio server is found by a closed connection at once, or by three pings that time out
@@ -278,7 +278,7 @@ def test_health_checks_find_a_dead_server_without_a_call_and_reconnect_it(tenant
         assert time.monotonic() < deadline, again["for_llm"]
         assert "reconnecting" in again["for_llm"] or "disconnected" in again["for_llm"], again["for_llm"]
         time.sleep(0.5)
-    assert int(again["for_llm"]) != pid
+    assert again["for_llm"] != pid
 
 
 def test_concurrent_first_calls_share_one_connection(tenant_a, member_a, mcp_connections):

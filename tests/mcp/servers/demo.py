@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import secrets
+import socket
 import sys
 
 from mcp.server.mcpserver import MCPServer
@@ -47,9 +49,39 @@ def counter() -> str:
     return str(_count)
 
 
-@server.tool(description="The server's process id.")
+# Unique per server process: its pid inside a jail (a pid namespace of its own) is the same small
+# number for every server, so the identity adds a random part.
+IDENTITY = f"{os.getpid()}-{secrets.token_hex(6)}"
+
+
+@server.tool(description="This server process's identity (its pid and a random part).")
 def pid() -> str:
-    return str(os.getpid())
+    return IDENTITY
+
+
+@server.tool(
+    description="What the server process sees at a path: a directory's names, a file's text, or the error."
+)
+def probe(path: str) -> str:
+    try:
+        if os.path.isdir(path):
+            return "\n".join(sorted(os.listdir(path)))
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(100_000)
+    except OSError as error:
+        return f"error: {error.strerror}"
+
+
+@server.tool(description="The server process's user id, and whether it can reach host:port over TCP.")
+def whoami(host: str = "", port: int = 0) -> str:
+    reached = "no"
+    if host and port:
+        try:
+            socket.create_connection((host, port), timeout=2).close()
+            reached = "yes"
+        except OSError as error:
+            reached = f"no ({error.strerror or error})"
+    return f"uid={os.getuid()} reached={reached}"
 
 
 @server.tool(description="Wait, then answer.")
