@@ -3,7 +3,10 @@
 stdio servers: the command is one of a short list of interpreters and package runners (a bare name, or
 an absolute path ending in one); command and args hold no shell metacharacters, no ``..`` and no line
 breaks, and no argument makes the interpreter run code given inline (``-e``, ``--eval``, ``-c`` …);
-``env:NAME`` values may only reference a few harmless variables of Toolgate's own environment.
+``env:NAME`` values may only reference a few harmless variables of Toolgate's own environment, and no env
+name may be one that makes the loader, a shell or an interpreter load or run code of its choosing
+(``LD_PRELOAD``, ``NODE_OPTIONS``, ``PYTHONPATH``, ``BASH_FUNC_*``, ``GIT_CONFIG_*`` …:
+:func:`env_name_refusal`).
 sse / streamable-http servers: the URL passes the SSRF guard (http/https, public addresses, no
 metadata hosts; a name is resolved and every answer checked, and again on every connection).
 Every field is bounded.
@@ -23,6 +26,7 @@ from typing import Any
 import httpx
 
 from apps.runtime.ssrf import AddressPolicy, SSRFBlocked
+from apps.runtime.tools.exec import ENV_STRIP_NAMES, ENV_STRIP_PREFIXES
 
 ALLOWED_COMMANDS = frozenset(
     {
@@ -66,6 +70,82 @@ ENV_REFERENCES = frozenset(
     }
 )
 ENV_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+
+# Env names a stdio server may not be given, with why: each makes the dynamic loader, a shell, an
+# interpreter or a tool the server starts load or run code (or read a configuration) of the
+# registrant's choosing, whatever the command and its arguments say. Matched without regard to case.
+# The exec tool's strip list (apps.runtime.tools.exec) is refused too; names it has that no family
+# below claims get the generic reason.
+LOADER = "makes the dynamic loader load a library of its choosing into the server's processes"
+SHELL = "changes what a shell started by the server runs"
+INTERPRETER = "makes an interpreter load or run code of its choosing (options, start-up files, module paths)"
+GIT = "makes git run programs or read a configuration of its choosing"
+BUILD = "makes a package runner or compiler run a program of its choosing"
+RESOLVER = "redirects the server's host name lookups"
+REFUSED_ENV_PREFIXES: tuple[tuple[str, str], ...] = (
+    *((prefix, LOADER) for prefix in ENV_STRIP_PREFIXES if prefix != "BASH_FUNC_"),
+    ("BASH_FUNC_", SHELL),
+    ("GIT_CONFIG", GIT),
+    ("NPM_CONFIG_", BUILD),
+    ("CORECLR_", INTERPRETER),
+    ("COR_", INTERPRETER),
+)
+REFUSED_ENV_NAMES: dict[str, str] = {
+    **{name: "is an interpreter or loader injection variable" for name in ENV_STRIP_NAMES},
+    **dict.fromkeys(
+        ("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "GCONV_PATH", "GETCONF_DIR"),
+        LOADER,
+    ),
+    **dict.fromkeys(
+        ("BASH_ENV", "ENV", "IFS", "CDPATH", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "PS4"),
+        SHELL,
+    ),
+    **dict.fromkeys(("ZDOTDIR",), SHELL),
+    **dict.fromkeys(
+        (
+            "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "PYTHONPATH", "PYTHONSTARTUP",
+            "PYTHONHOME", "PYTHONINSPECT", "PYTHONUSERBASE", "PYTHONEXECUTABLE", "PYTHONBREAKPOINT",
+            "PYTHONWARNINGS", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB",
+            "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "PHPRC",
+            "PHP_INI_SCAN_DIR", "DOTNET_STARTUP_HOOKS", "DOTNET_ADDITIONAL_DEPS", "BUN_OPTIONS",
+        ),
+        INTERPRETER,
+    ),
+    **dict.fromkeys(
+        (
+            "GIT_EXEC_PATH", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND",
+            "GIT_EXTERNAL_DIFF", "GIT_TEMPLATE_DIR", "GIT_DIR", "GIT_WORK_TREE",
+        ),
+        GIT,
+    ),
+    **dict.fromkeys(
+        (
+            "GOFLAGS", "RUSTC", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC",
+            "CARGO_BUILD_RUSTC_WRAPPER", "UV_PYTHON", "PIPX_DEFAULT_PYTHON",
+        ),
+        BUILD,
+    ),
+    **dict.fromkeys(("HOSTALIASES", "RESOLV_HOST_CONF", "LOCALDOMAIN"), RESOLVER),
+}  # fmt: skip
+
+
+def env_name_refusal(name: str, value: Any = None) -> str | None:
+    """Why ``name`` may not be set in a stdio server's env, or None when it may. ``PATH`` may only
+    reference Toolgate's own (``env:PATH``): any other value decides which program runs as the
+    command."""
+    upper = name.upper()
+    if upper == "PATH":
+        if value == "env:PATH":
+            return None
+        return "decides which program runs for the command (only env:PATH, Toolgate's own, is allowed)"
+    if upper in REFUSED_ENV_NAMES:
+        return REFUSED_ENV_NAMES[upper]
+    for prefix, reason in REFUSED_ENV_PREFIXES:
+        if upper.startswith(prefix):
+            return reason
+    return None
+
+
 HEADER_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}\Z")
 TOOL_PREFIX = re.compile(r"\A[a-z0-9]+(?:_[a-z0-9]+)*\Z")
 
@@ -151,6 +231,10 @@ def env_errors(env: Any) -> list[str]:
             errors.append(
                 f"{str(name)[:64]!r}: a variable name is letters, digits and '_', not starting with a digit."
             )
+            continue
+        refusal = env_name_refusal(name, value)
+        if refusal is not None:
+            errors.append(f"{name} is not allowed: it {refusal}.")
             continue
         if not isinstance(value, str):
             errors.append(f"{name}: the value is a string.")
