@@ -10,7 +10,8 @@ file write, file read, library load) and against its manual. Programs that can r
 in ordinary use are off the list: interpreters, package managers, build tools, ``tee`` (writes),
 ``xargs`` and ``awk`` (``system()``), ``patch`` (writes), ``git`` (see below) and ``yq`` (two unrelated
 programs share the name, one writes files with ``--split-exp``, so its options cannot be read with
-confidence). What stays, and the forms of it that are not safe:
+confidence). What stays, and the forms of it that are not safe (for every program with refused forms,
+also an argument the shell computes when the command runs: ``$(…)``, backticks, ``${…}``, ``$IFS``):
 
 ==========  ==========================================================  =================================
 program     refused forms                                               why
@@ -460,9 +461,19 @@ _RULES: dict[str, Callable[[Sequence[str]], str]] = {
 }
 
 
+# Text the shell computes when the command runs: command substitution, ``${…}``, and ``$IFS`` (whose
+# newline, inside double quotes, starts a new sed command). The reader cannot know what they become,
+# and a safe program's substitution can print anything: ``sed -n "/$(echo -e '\\x2fe id')/p"`` is
+# ``//e id`` once run, ``date +%s$(echo ' -f x')`` splits into ``date +%s -f x``.
+_RUN_TIME_TEXT = re.compile(r"`|\$[({]|\$IFS")
+
+
 def refused_form(name: str, args: Sequence[str]) -> str:
     """Why this use of the safe bin ``name`` is not safe (writes, runs programs, reads through an
-    option, or cannot be read), or "" when it is a read-only use."""
+    option, or cannot be read), or "" when it is a read-only use. For a program with refused forms, an
+    argument computed at run time is refused too: the form it takes cannot be checked."""
+    if (name in _RULES or name in _REFUSED_OPTIONS) and any(_RUN_TIME_TEXT.search(word) for word in args):
+        return "an argument is computed when the command runs ($(…), `…`, ${…}, $IFS)"
     if name in _RULES:
         return _RULES[name](args)
     if name in _REFUSED_OPTIONS:

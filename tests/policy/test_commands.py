@@ -229,6 +229,7 @@ HOSTILE_FORMS: dict[str, list[tuple[str, str]]] = {
         ("find . -fprintf out %p", "-fprintf writes"),
         ("find . -fls out", "-fls writes"),
         ("find -files0-from list", "-files0-from reads"),
+        ("find . $(echo -delete)", "computed when the command runs"),
     ],
     "sed": [
         ("sed -i s/a/b/ f", "-i edits"),
@@ -261,6 +262,11 @@ HOSTILE_FORMS: dict[str, list[tuple[str, str]]] = {
         ("sed '$!{N;w out\n}' f", "command w writes"),
         ("sed -n '/a/!e id' f", "command e runs"),
         ("sed 's/a/b' f", "cannot be read"),
+        # text the shell computes at run time: a safe echo can print "//e id"
+        ("sed -n \"/$(echo -e '\\x2fe id')/p\" f", "computed when the command runs"),
+        ('sed -n "/`echo x`/p" f', "computed when the command runs"),
+        ("sed \"a foo$IFS\"'e id' f", "computed when the command runs"),
+        ('sed "${x:-1e id}" f', "computed when the command runs"),
         ("sed 'k' f", "cannot be read"),
     ],
     "date": [
@@ -271,6 +277,7 @@ HOSTILE_FORMS: dict[str, list[tuple[str, str]]] = {
         ("date --set=2020-01-01", "--set sets"),
         ("date --se 2020-01-01", "--set sets"),
         ("date 010100002020", "sets the clock"),
+        ("date +%s$(echo ' -f /etc/passwd')", "computed when the command runs"),
     ],
     "hostname": [
         ("hostname evil", "operand sets"),
