@@ -343,3 +343,16 @@ def test_the_migration_moves_plain_keys_out_of_the_settings(tenant_a, bot):
     }
     assert KEY not in everything_stored(tenant_a)
     assert AGENT_KEY not in everything_stored(tenant_a)
+
+
+def test_deleting_an_agent_deletes_its_key(admin_a, tenant_a):
+    admin_a.post(
+        "/api/v1/agents/", {"key": "bot", "name": "Bot", "settings": brave(AGENT_KEY)}, format="json"
+    )
+
+    response = admin_a.delete("/api/v1/agents/bot/")
+
+    assert response.status_code == 204
+    assert not SettingSecret.objects.for_tenant(tenant_a).exists()
+    deleted = AuditEvent.objects.for_tenant(tenant_a).get(verb="agent.deleted")
+    assert deleted.data["settings"]["tools"]["web_search"]["api_key"] == {"set": True}
