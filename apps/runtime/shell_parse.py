@@ -110,12 +110,17 @@ class SimpleCommand:
     assignments written before it (``LD_PRELOAD=x ls``; unquoted ``NAME=value`` words).
 
     A statement made only of assignments (``PATH=.``) has no ``argv`` but keeps its assignments: it
-    changes what the following commands of the same shell run."""
+    changes what the following commands of the same shell run.
+
+    ``expandable`` lists the words (as in ``argv``) that hold an unquoted ``*``, ``?``, ``[`` or ``{``:
+    the shell replaces them with file names or brace alternatives, so ``sort *`` may become ``sort
+    -o x``. A quoted ``'*.py'`` is not in it."""
 
     argv: tuple[str, ...]
     redirects: tuple[Redirect, ...] = ()
     depth: int = 0
     assignments: tuple[str, ...] = ()
+    expandable: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -136,6 +141,7 @@ class ParsedCommand:
 class _RawCommand:
     words: list[str] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
+    expandable: list[str] = field(default_factory=list)  # words with unquoted glob or brace characters
     start: int = 0
     end: int = 0
 
@@ -151,6 +157,7 @@ class _Lexer:
         self.current = _RawCommand()
         self.word: list[str] = []
         self.in_word = False
+        self.word_expands = False  # the word being read holds an unquoted glob or brace character
         self.pending_redirect: str | None = None
         self.overflow = False  # nesting too deep to scan: the caller refuses the command
 
@@ -161,6 +168,7 @@ class _Lexer:
         word = "".join(self.word)
         self.word = []
         self.in_word = False
+        expands, self.word_expands = self.word_expands, False
         if self.pending_redirect is not None:
             op = self.pending_redirect
             self.pending_redirect = None
@@ -170,6 +178,8 @@ class _Lexer:
             self.current.redirects.append(Redirect(op, word))
             return
         self.current.words.append(word)
+        if expands:
+            self.current.expandable.append(word)
 
     def _end_command(self, at: int) -> None:
         self._end_word()
@@ -367,6 +377,8 @@ class _Lexer:
                 self.pending_redirect = op
                 self.pos = i + len(op)
                 continue
+            if ch in "*?[{":
+                self.word_expands = True
             self._append(ch)
             self.pos = i + 1
         self._end_command(len(text))
@@ -516,6 +528,8 @@ class _Walker:
 
     def __init__(self) -> None:
         self.result = ParsedCommand()
+        # The expandable words of the raw command being visited (wrappers pass their words on).
+        self.expandable: tuple[str, ...] = ()
 
     def parse_text(self, text: str, depth: int, recursion: int, *, top: bool = False) -> None:
         if recursion > _MAX_RECURSION:
@@ -528,7 +542,9 @@ class _Walker:
             if top:
                 self.result.segments.append(text[raw.start : raw.end].strip())
             words, assignments = _strip_prefix(raw.words)
+            outer, self.expandable = self.expandable, tuple(raw.expandable)
             self.visit(words, tuple(raw.redirects), depth, recursion, assignments)
+            self.expandable = outer
         for inner in lexer.substitutions:
             self.parse_text(inner, depth, recursion + 1)
 
@@ -565,7 +581,8 @@ class _Walker:
         if argv and _BRACE_LIST.search(argv[0]):
             # "{sudo,ls}" is brace-expanded by bash into the two words "sudo ls".
             argv = [*_brace_expand(argv[0]), *argv[1:]]
-        self.result.commands.append(SimpleCommand(tuple(argv), redirects, depth, assignments))
+        expandable = tuple(word for word in self.expandable if word in argv)
+        self.result.commands.append(SimpleCommand(tuple(argv), redirects, depth, assignments, expandable))
         if not argv:
             return
         name = os.path.basename(argv[0])
