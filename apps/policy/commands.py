@@ -174,7 +174,7 @@ def _why_not_safe(simple: shell_parse.SimpleCommand, *, on_path: bool, writes: b
     harmful = harmful_assignments(simple.assignments)
     if harmful:
         return f"runs with the variable {harmful[0].split('=', 1)[0]} set"
-    return refused_form(name, simple.argv[1:])
+    return refused_form(name, simple.argv[1:], simple.expandable)
 
 
 def _classify_one(simple: shell_parse.SimpleCommand, *, cwd: str, path_env: str) -> Classified:

@@ -10,8 +10,10 @@ file write, file read, library load) and against its manual. Programs that can r
 in ordinary use are off the list: interpreters, package managers, build tools, ``tee`` (writes),
 ``xargs`` and ``awk`` (``system()``), ``patch`` (writes), ``git`` (see below) and ``yq`` (two unrelated
 programs share the name, one writes files with ``--split-exp``, so its options cannot be read with
-confidence). What stays, and the forms of it that are not safe (for every program with refused forms,
-also an argument the shell computes when the command runs: ``$(…)``, backticks, ``${…}``, ``$IFS``):
+confidence). What stays, and the forms of it that are not safe. For every program with refused forms,
+also an argument the shell computes when the command runs (``$(…)``, backticks, ``${…}``, ``$IFS``),
+and an unquoted glob or brace word that can expand to a name starting with ``-`` before ``--``
+(``sort *`` with a file named ``--compress-program=./x``; ``sort -- *`` is fine):
 
 ==========  ==========================================================  =================================
 program     refused forms                                               why
@@ -89,7 +91,7 @@ commands of the shell run: ``PATH=.; ls``) make a command not safe, except for t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 # Read-only programs (B §6.2's safe bins minus everything that can write, execute or install; see the
@@ -165,6 +167,12 @@ class Parsed:
         return [value for name, value in self.options if name in names]
 
 
+def expands_to_options(word: str) -> bool:
+    """Whether a glob or brace word can expand to a word starting with ``-`` (it starts with one of
+    ``*?[{``; ``src/*`` or ``x*`` cannot)."""
+    return word[:1] in {"*", "?", "[", "{"}
+
+
 def resolve_long(name: str, long: dict[str, str], same: dict[str, str] | None = None) -> str | None:
     """The long option ``--name`` stands for: itself, or the one option it is a prefix of (None when it
     is a prefix of none, or of several different ones: getopt_long calls that ambiguous). Spellings of
@@ -176,15 +184,21 @@ def resolve_long(name: str, long: dict[str, str], same: dict[str, str] | None = 
     return candidates.pop() if len(candidates) == 1 and name else None
 
 
-def parse_options(args: Sequence[str], options: Options) -> Parsed:
+def parse_options(args: Sequence[str], options: Options, expandable: Collection[str] = ()) -> Parsed:
     """Read ``args`` (the words after the program name) as ``getopt_long`` would (GNU argument
-    permutation: options may follow operands; ``--`` ends the options; ``-`` is an operand)."""
+    permutation: options may follow operands; ``--`` ends the options; ``-`` is an operand).
+
+    ``expandable``: words the shell expands to file names or brace alternatives. Before ``--`` one that
+    can expand to a word starting with ``-`` (:func:`expands_to_options`) is a problem: the file names
+    in the workspace decide which options the program gets."""
     parsed = Parsed()
     i = 0
     done = False
     while i < len(args):
         word = args[i]
         i += 1
+        if not done and word in expandable and expands_to_options(word):
+            parsed.problems.append(f"{word} can expand to file names read as options (write -- before it)")
         if done or word == "-" or not word.startswith("-"):
             parsed.operands.append(word)
             continue
@@ -358,9 +372,9 @@ _REFUSED_OPTIONS: dict[str, tuple[Options, dict[str, str]]] = {
 # --- per-program rules ---------------------------------------------------------------------------------
 
 
-def _getopt_rule(name: str, args: Sequence[str]) -> str:
+def _getopt_rule(name: str, args: Sequence[str], expandable: Collection[str]) -> str:
     options, refused = _REFUSED_OPTIONS[name]
-    parsed = parse_options(args, options)
+    parsed = parse_options(args, options, expandable)
     if parsed.problems:
         return parsed.problems[0]
     for option, _ in parsed.options:
@@ -371,14 +385,16 @@ def _getopt_rule(name: str, args: Sequence[str]) -> str:
             action = resolve_long(value or "", {"read": "", "skip": "", "recurse": ""})
             if option in {"-d", "--directories"} and action in {None, "recurse"}:
                 return f"{option} {value} searches recursively"
-    if name == "uniq" and len(parsed.operands) > 1:
-        return "a second operand is the output file uniq writes"
-    if name == "date" and any(not operand.startswith("+") for operand in parsed.operands):
+    if name == "uniq" and (len(parsed.operands) > 1 or any(word in expandable for word in parsed.operands)):
+        return "a second operand is the output file uniq writes (a glob can make one)"
+    if name == "date" and any(
+        not operand.startswith("+") or operand in expandable for operand in parsed.operands
+    ):
         return "an operand that is not a +FORMAT sets the clock"
     if name == "hostname" and parsed.operands:
         return "an operand sets the host name"
     if name == "sed":
-        return _sed_rule(parsed)
+        return _sed_rule(parsed, expandable)
     return ""
 
 
@@ -459,6 +475,8 @@ _RULES: dict[str, Callable[[Sequence[str]], str]] = {
     "jq": _jq_rule,
     "env": _env_rule,
 }
+# Programs that read their arguments without getopt and have no "--": any word that can expand to an
+# option-like name is refused (find . -name *.py, with a file named "-delete.py" or "-fprint").
 
 
 # Text the shell computes when the command runs: command substitution, ``${…}``, and ``$IFS`` (whose
@@ -468,23 +486,27 @@ _RULES: dict[str, Callable[[Sequence[str]], str]] = {
 _RUN_TIME_TEXT = re.compile(r"`|\$[({]|\$IFS")
 
 
-def refused_form(name: str, args: Sequence[str]) -> str:
+def refused_form(name: str, args: Sequence[str], expandable: Collection[str] = ()) -> str:
     """Why this use of the safe bin ``name`` is not safe (writes, runs programs, reads through an
     option, or cannot be read), or "" when it is a read-only use. For a program with refused forms, an
-    argument computed at run time is refused too: the form it takes cannot be checked."""
+    argument computed at run time is refused too (the form it takes cannot be checked), and so is an
+    unquoted glob or brace word (``expandable``) where file names would be read as options."""
     if (name in _RULES or name in _REFUSED_OPTIONS) and any(_RUN_TIME_TEXT.search(word) for word in args):
         return "an argument is computed when the command runs ($(…), `…`, ${…}, $IFS)"
     if name in _RULES:
+        option_like = [word for word in args if word in expandable and expands_to_options(word)]
+        if option_like:
+            return f"{option_like[0]} can expand to file names read as options"
         return _RULES[name](args)
     if name in _REFUSED_OPTIONS:
-        return _getopt_rule(name, args)
+        return _getopt_rule(name, args, expandable)
     return ""
 
 
 # --- sed -------------------------------------------------------------------------------------------------
 
 
-def _sed_rule(parsed: Parsed) -> str:
+def _sed_rule(parsed: Parsed, expandable: Collection[str]) -> str:
     if parsed.has("-i", "--in-place"):
         return "-i edits files in place"
     if parsed.has("-f", "--file"):
@@ -493,6 +515,8 @@ def _sed_rule(parsed: Parsed) -> str:
     if not scripts:
         if not parsed.operands:
             return ""
+        if parsed.operands[0] in expandable:
+            return "the script is a glob: file names in the workspace would decide it"
         scripts = [parsed.operands[0]]
     return sed_script_refusal("\n".join(scripts))
 

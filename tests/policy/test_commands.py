@@ -195,12 +195,17 @@ HOSTILE_FORMS: dict[str, list[tuple[str, str]]] = {
         ("sort -T /tmp/x f", "-T writes"),
         ("sort --temp=/tmp/x f", "--temporary-directory writes"),
         ("sort --no-such-option f", "unknown"),
+        # an unquoted glob or brace word: the workspace's file names become options ("-o", "--compress…")
+        ("sort *", "can expand to file names read as options"),
+        ("sort -n *.txt", "can expand to file names read as options"),
+        ("sort {-o,out} f", "can expand to file names read as options"),
     ],
     "uniq": [
         ("uniq in out", "second operand"),
         ("uniq -c in out", "second operand"),
         ("uniq in -c out", "second operand"),
         ("uniq --skip-f=1 in out", "second operand"),
+        ("uniq x*", "second operand"),  # two matches make an output file
     ],
     "grep": [
         ("grep -r x .", "-r searches"),
@@ -217,6 +222,8 @@ HOSTILE_FORMS: dict[str, list[tuple[str, str]]] = {
         ("grep -D read x /dev/zero", "-D reads devices"),
         ("grep --devices=read x f", "--devices reads devices"),
         ("grep --pre=sh x f", "unknown"),  # ripgrep's preprocessor option: not GNU grep's
+        ("grep foo *", "can expand to file names read as options"),  # a file named "-r"
+        ("grep foo ?.py", "can expand to file names read as options"),
     ],
     "find": [
         ("find . -exec sh -c id ;", "-exec runs"),
@@ -230,6 +237,8 @@ HOSTILE_FORMS: dict[str, list[tuple[str, str]]] = {
         ("find . -fls out", "-fls writes"),
         ("find -files0-from list", "-files0-from reads"),
         ("find . $(echo -delete)", "computed when the command runs"),
+        ("find . -name *.py", "can expand to file names read as options"),  # unquoted: "-delete.py"…
+        ("find * -print", "can expand to file names read as options"),
     ],
     "sed": [
         ("sed -i s/a/b/ f", "-i edits"),
@@ -267,6 +276,8 @@ HOSTILE_FORMS: dict[str, list[tuple[str, str]]] = {
         ('sed -n "/`echo x`/p" f', "computed when the command runs"),
         ("sed \"a foo$IFS\"'e id' f", "computed when the command runs"),
         ('sed "${x:-1e id}" f', "computed when the command runs"),
+        ("sed -n p *.txt", "can expand to file names read as options"),  # a file named "-i"
+        ("sed -- *", "the script is a glob"),
         ("sed 'k' f", "cannot be read"),
     ],
     "date": [
@@ -323,6 +334,7 @@ HOSTILE_FORMS: dict[str, list[tuple[str, str]]] = {
         ("jq -n env", "environment"),
         ("jq -n $ENV.HOME", "environment"),
         ('jq -n \'"m" as $x | include "m"; .\'', "loads modules"),
+        ("jq . *.json", "can expand to file names read as options"),  # a file named "-Lx"
     ],
     "env": [
         ("env", "prints the environment"),
@@ -334,6 +346,7 @@ HOSTILE_FORMS: dict[str, list[tuple[str, str]]] = {
         ("env PATH=. ls", "sets PATH"),
         ("env GIT_CONFIG_COUNT=1 ls", "sets GIT_CONFIG_COUNT"),
         ("env LC_ALL=C BASH_ENV=x ls", "sets BASH_ENV"),
+        ("env * ls", "can expand to file names read as options"),
     ],
 }
 
@@ -402,6 +415,10 @@ def test_programs_that_write_or_run_programs_are_off_the_list(program):
         "sed --quiet --regexp-extended 's/a/b/p' f", "sed '$!N;s/\\n/ /;P;D' f",
         "sed 'y/abc/xyz/' f", "sed '1i header' f", "sed '/x/a text with w r and e' f",
         "sed ':a;N;$!ba;s/\\n/ /g' f", "sed -s -n '$p' a b", "sed 5q f", "sed -n l f",
+        # globs where they cannot become options (quoted, after --, not at the start), or for programs
+        # without refused forms
+        "ls *", "cat *.txt", "head -5 *.md", "wc -l -- *.py", "grep foo -- *.py", "grep -n foo src/*.py",
+        "sort -- *.txt", "sed -n 1p -- *.txt", "find src/* -name x",
         "env LC_ALL=C sort f", "env TZ=UTC date",
     ],
 )  # fmt: skip
