@@ -105,15 +105,17 @@ SAFE_BINS = frozenset(
 )  # fmt: skip
 
 # Variables that only change how output is formatted: the locale (message language, collation,
-# character classes, number and time formats), the time zone, the terminal width and colour. glibc
-# refuses locale names with "/" or "..", locale files are data, and a time zone file is only parsed.
+# character classes, number and time formats), the time zone, the terminal width and colour. Values
+# must be plain words; "/" only in TZ ("Europe/Paris"; a zone file is data that is only parsed), since
+# glibc takes a locale name starting with "/" as a directory to load locale files from.
 # Deliberately absent: PATH, IFS, HOME, anything LD_*, GIT_*, GCONV_PATH, LOCPATH, TERMINFO, PAGER,
 # EDITOR … (they choose programs, libraries or configuration).
 HARMLESS_VARIABLES = frozenset(
     {"LANG", "LC_ALL", "LC_COLLATE", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC", "LC_TIME", "TZ", "COLUMNS",
      "NO_COLOR"}
 )  # fmt: skip
-_HARMLESS_VALUE = re.compile(r"[A-Za-z0-9_.,:@+/-]*")
+_HARMLESS_VALUE = re.compile(r"[A-Za-z0-9_.,:@+-]*")
+_HARMLESS_TZ = re.compile(r"[A-Za-z0-9_.,:@+/-]*")
 
 
 def harmful_assignments(assignments: Sequence[str]) -> list[str]:
@@ -121,7 +123,8 @@ def harmful_assignments(assignments: Sequence[str]) -> list[str]:
     harmful: list[str] = []
     for assignment in assignments:
         name, _, value = assignment.partition("=")
-        if name not in HARMLESS_VARIABLES or ".." in value or not _HARMLESS_VALUE.fullmatch(value):
+        plain = (_HARMLESS_TZ if name == "TZ" else _HARMLESS_VALUE).fullmatch(value)
+        if name not in HARMLESS_VARIABLES or ".." in value or not plain:
             harmful.append(assignment)
     return harmful
 

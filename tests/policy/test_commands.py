@@ -444,6 +444,7 @@ def test_ordinary_reads_stay_safe(command):
         "FOO=bar ls",
         "LC_ALL=C PATH=. ls",
         "LANG=../../tmp/x ls",  # a harmless name with a value that is not plain
+        "LC_ALL=/tmp/locale ls",  # a locale name starting with "/" is a directory glibc loads from
         "TZ=$(id) date",
         "ls && PAGER=x head f",
         "echo hi | LD_PRELOAD=x wc -l",
