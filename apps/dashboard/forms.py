@@ -731,9 +731,17 @@ SANDBOX_LABELS = {
     "network": "Network",
     "read_only_root": "Read-only root file system",
     "tmpfs_size_mb": "tmpfs size (MB)",
+    "cpu_seconds": "CPU seconds per process",
+    "address_space_mb": "Address space per process (MB)",
+    "file_size_mb": "Largest file (MB)",
+    "open_files": "Open files per process",
 }
 SANDBOX_HELP = {
-    "mode": "off: no sandbox; non-main: every agent except main/default; all: every agent.",
+    "mode": "jail (the default): each command runs in a bubblewrap jail that sees only its own workspace "
+    "(at /workspace) and the system's programs, read-only; docker: in a Docker container with the limits "
+    "below; host: on this server itself, offered only where the operator allows it "
+    "(TOOLGATE_ALLOW_HOST_EXEC). Settings saved before the jail (off, non-main, all) are read as jail, "
+    "docker for agents other than main/default, and docker.",
     "scope": "session: a container per session; agent: one per agent; shared: one for the whole tenant, "
     "with every agent's workspace.",
     "workspace_access": "The agent's workspace at /workspace: read-write (rw), read-only (ro) or not "
@@ -743,8 +751,15 @@ SANDBOX_HELP = {
     "cpus": "CPU cores the container may use.",
     "pids_limit": "Processes and threads at once (a fork bomb stops here).",
     "timeout_seconds": "The longest a command may run inside the sandbox.",
-    "network": "Warning: this opens the container to the network (Docker's bridge): commands can reach "
-    "the internet and the hosts around this server.",
+    "network": "Off (the default): the jail or container has no network at all. Warning: on lets "
+    "commands open connections like this server itself (in a container, through Docker's bridge): the "
+    "internet, the hosts around this server and, in the jail, services listening on this server's "
+    "addresses.",
+    "cpu_seconds": "Jail: CPU time a process may use before it is stopped.",
+    "address_space_mb": "Jail: virtual memory a process may map (programs such as node reserve more than "
+    "they use).",
+    "file_size_mb": "Jail: the largest file a process may write.",
+    "open_files": "Jail: files and sockets a process may hold open at once.",
     "read_only_root": "The image's file system is read-only; the workspace and the tmpfs mounts stay "
     "writable.",
     "tmpfs_size_mb": "Each of /tmp, /var/tmp and /run (noexec, nosuid, nodev).",
@@ -791,6 +806,16 @@ class SandboxSettingsForm(DashboardForm):
         agent = self.inherited is not None
         if key in SANDBOX_CHOICES or key == "image":
             options = sandbox_config.allowed_images() if key == "image" else SANDBOX_CHOICES[key]
+            if key == "mode":
+                # The modes to choose from (host only where the operator allows it), and a setting saved
+                # before the jail only while it is the current value.
+                current = self.initial.get("mode")
+                offered = [
+                    m
+                    for m in sandbox_config.MODES
+                    if m != sandbox_config.HOST or sandbox_config.host_allowed()
+                ]
+                options = [*offered, *([current] if current in sandbox_config.LEGACY_MODES else [])]
             choices = [(v, v) for v in options]
             if agent:
                 choices.insert(0, ("", self._inherit(key)))

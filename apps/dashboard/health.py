@@ -40,6 +40,19 @@ def _check_q2() -> dict[str, Any]:
     return {"ok": bool(alive), "clusters": len(alive)}
 
 
+def _check_jail() -> dict[str, Any]:
+    """Whether this process can make the jail every tenant process runs in (apps.runtime.jail); when it
+    cannot, tenants' commands are refused, and the reason says what to install or allow."""
+    from apps.runtime import jail
+
+    current = jail.status()
+    result: dict[str, Any] = {"ok": current.available, **current.as_dict()}
+    result.pop("available")
+    if not current.available:
+        result["error"] = current.reason
+    return result
+
+
 @dataclass
 class _Probe:
     lock: asyncio.Lock
@@ -88,7 +101,8 @@ async def _timed(name: str, check: Any) -> tuple[str, dict[str, Any]]:
 
 
 async def readyz(request: HttpRequest) -> JsonResponse:
-    """Ready when the database, the channel layer and a django-q2 cluster all answer."""
+    """Ready when the database, the channel layer and a django-q2 cluster all answer, and the jail can
+    be made."""
     if request.method != "GET":
         return JsonResponse(
             {"error": {"code": "method_not_allowed", "message": "Use GET.", "details": {}}}, status=405
@@ -98,6 +112,7 @@ async def readyz(request: HttpRequest) -> JsonResponse:
             _timed("database", sync_to_async(_check_database)),
             _timed("channel_layer", _check_channel_layer),
             _timed("q2_cluster", sync_to_async(_check_q2)),
+            _timed("jail", sync_to_async(_check_jail)),
         )
     )
     ready = all(c["ok"] for c in checks.values())

@@ -38,7 +38,7 @@ def test_discovered_by_the_worker_called_through_daphne_recovered_after_a_crash(
     services.agent_grant_set(actor=system, server=server, agent=agent)
 
     tools = MCPServerTool.objects.for_tenant(tenant_a).filter(server=server)
-    wait_for(lambda: tools.count() == 11, "the worker discovers the tools of a new server")
+    wait_for(lambda: tools.count() == 13, "the worker discovers the tools of a new server")
     # The job stores the tools, then the status: a moment apart.
     wait_for(
         lambda: MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk).status == "connected",

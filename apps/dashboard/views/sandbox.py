@@ -1,5 +1,6 @@
-"""The exec sandbox: the Docker engine's state, the tenant's sandbox settings, one agent's overrides, and
-the tenant's containers with their resource use, which an administrator may stop.
+"""Where tenants' processes run: the jail's state (bubblewrap), the Docker engine's state, the tenant's
+sandbox settings, one agent's overrides, and the tenant's containers with their resource use, which an
+administrator may stop.
 
 Administrators and owners only. The containers table follows the tenant's ``sandbox`` topic (a container
 made or removed reloads it) and polls its own fragment every 10 seconds for the engine's figures.
@@ -22,8 +23,9 @@ from django.utils import timezone
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import SandboxSettingsForm, add_service_error
 from apps.dashboard.views.confirm import confirm_action
+from apps.runtime import jail
 from apps.runtime.sandbox import manager, selectors, services
-from apps.runtime.sandbox.config import allowed_images, default_image
+from apps.runtime.sandbox.config import allowed_images, default_image, host_allowed
 from apps.runtime.sandbox_models import SandboxContainer
 from apps.tenants.access import access_agent
 from apps.tenants.errors import ServiceError
@@ -48,6 +50,7 @@ def _containers(request: DashboardRequest) -> list[dict[str, Any]]:
 def _page(request: DashboardRequest, form: SandboxSettingsForm) -> HttpResponse:
     tenant = request.actor.tenant
     engine = manager.engine_status()
+    jail_status = jail.status()
     present = set(engine.get("images", []))
     agents = list(agent_list(tenant=tenant).only("key", "name", "settings")[:MAX_AGENTS])
     return render(
@@ -55,6 +58,8 @@ def _page(request: DashboardRequest, form: SandboxSettingsForm) -> HttpResponse:
         "dashboard/sandbox/overview.html",
         {
             "engine": engine,
+            "jail": jail_status.as_dict(),
+            "host_allowed": host_allowed(),
             "images": [{"name": name, "present": name in present} for name in allowed_images()],
             "default_image": default_image(),
             "default_missing": engine.get("available") and default_image() not in present,
@@ -147,6 +152,7 @@ def _agent_page(request: DashboardRequest, agent: Agent, form: SandboxSettingsFo
             "overrides": selectors.stored(agent.settings),
             "config": config,
             "applies": config.applies_to(agent.key),
+            "kind": config.kind_for(agent.key),
         },
     )
 
