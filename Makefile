@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml constraints.txt
 bootstrap: $(STAMP)
 
 run: $(STAMP)
+	bash scripts/jail-deps.sh
 	$(BIN)/python -m config.supervisor
 
 system-deps:

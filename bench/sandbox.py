@@ -1,4 +1,5 @@
-"""What the exec sandbox adds to a command: a ``docker exec`` in a reused container against the host.
+"""What confinement adds to a command: the jail (bubblewrap) and a ``docker exec`` in a reused container,
+against the host, in one run.
 
 Against the real Docker engine at ``TOOLGATE_DOCKER_URL``, with the busybox image of
 :mod:`apps.runtime.sandbox.image` (built when missing), under a throwaway installation label
@@ -7,14 +8,17 @@ tool as the pipeline makes them (a ``CallContext`` with the agent's effective ``
 safeguard, the deny groups and the secure-CLI gate run in both modes, only where the command runs
 differs. The sandbox has its defaults (session scope, 512 MB, 1 CPU, no network, read-only root).
 
-* warm: the same command, sandbox mode ``all`` in the session's reused container against mode ``off``
-  (the host's ``/bin/sh`` in the workspace), one after the other so that both meet the same load;
-  ``echo hi`` (nothing but the overhead) and ``ls -la | wc -l`` (a pipe of two programs over the
-  workspace's 40 files). Both must print the same.
+* warm: the same command in sandbox mode ``jail`` (the default: a new jail per command), mode
+  ``docker`` (the session's reused container) and mode ``host`` (the host's ``/bin/sh`` in the
+  workspace, allowed for the bench with ``TOOLGATE_ALLOW_HOST_EXEC``), one after the other so that all
+  meet the same load; ``echo hi`` (nothing but the overhead) and ``ls -la | wc -l`` (a pipe of two
+  programs over the workspace's 40 files). All must print the same. The jail's goal: a median at most
+  2x the host's and at most 0.3x the warm container's.
 * cold: the first call of a session, which creates and starts the container (removed before each run).
-* layers, for ``echo hi``: the host runner alone (``run_command``), the engine's own exec (create, start,
-  inspect; no wrapper), and ``manager.run`` (the wrapper with ``setsid``, the reading thread, the use
-  count), so the difference between the tool's figures can be put where it belongs.
+* layers, for ``echo hi``: the host runner alone (``run_command``), the jail alone (``jail.run``:
+  prlimit, bubblewrap's namespaces and mounts), the engine's own exec (create, start, inspect; no
+  wrapper), and ``manager.run`` (the wrapper with ``setsid``, the reading thread, the use count), so
+  the difference between the tool's figures can be put where it belongs.
 
 Run alone with ``python -m bench.sandbox`` (it makes and drops its own bench database), or as part of
 ``python -m bench`` (left out with ``--skip-sandbox``).
@@ -148,29 +152,38 @@ def _tool_call(ctx: CallContext, command: str) -> Callable[[], str]:
 def _measure(
     tenant: Tenant, agent: Any, workspace: Path, runs: int, cold_runs: int
 ) -> list[tuple[str, list[Row]]]:
-    from apps.runtime.sandbox import manager
+    from apps.runtime import jail
+    from apps.runtime.sandbox import manager, placement
     from apps.runtime.sandbox_models import SandboxContainer
-    from apps.runtime.tools.exec import SHELL, exec_command, minimal_env, run_command, sandbox_env
+    from apps.runtime.tools.exec import SHELL, exec_command, minimal_env, run_command
 
-    host_ctx = _context(tenant, agent, workspace, {}, 1)
-    sandbox_ctx = _context(tenant, agent, workspace, {"mode": "all"}, 2)
+    host_ctx = _context(tenant, agent, workspace, {"mode": "host"}, 1)
+    sandbox_ctx = _context(tenant, agent, workspace, {"mode": "docker"}, 2)
+    jail_ctx = _context(tenant, agent, workspace, {}, 3)
     target = manager.target_for(sandbox_ctx)
-    if target is None or manager.target_for(host_ctx) is not None:
-        raise AssertionError("the sandbox settings of the bench do not route as expected")
+    kinds = [placement.placement_for(ctx).kind for ctx in (host_ctx, sandbox_ctx, jail_ctx)]
+    if target is None or kinds != ["host", "docker", "jail"]:
+        raise AssertionError(f"the sandbox settings of the bench do not route as expected: {kinds}")
 
     warm: list[Row] = []
     for command in COMMANDS:
         on_host, in_sandbox = _tool_call(host_ctx, command), _tool_call(sandbox_ctx, command)
+        in_jail = _tool_call(jail_ctx, command)
         for _ in range(WARMUP):
-            if on_host() != in_sandbox():
-                raise AssertionError(f"{command!r}: the host and the sandbox printed different things")
+            if not on_host() == in_sandbox() == in_jail():
+                raise AssertionError(
+                    f"{command!r}: the host, the container and the jail printed different things"
+                )
         host: list[float] = []
         sandboxed: list[float] = []
-        for _ in range(runs):  # alternated: both meet the same load
+        jailed: list[float] = []
+        for _ in range(runs):  # alternated: all meet the same load
             host.append(_timed(on_host))
             sandboxed.append(_timed(in_sandbox))
-        warm.append(Row(f"exec `{command}` on the host (sandbox off)", host))
-        warm.append(Row(f"exec `{command}` in the sandbox, warm", sandboxed, host))
+            jailed.append(_timed(in_jail))
+        warm.append(Row(f"exec `{command}` on the host (mode host)", host))
+        warm.append(Row(f"exec `{command}` in the sandbox container, warm (mode docker)", sandboxed, host))
+        warm.append(Row(f"exec `{command}` in the jail (mode jail, the default)", jailed, host))
 
     def first_call() -> None:
         result = exec_command(sandbox_ctx, {"command": COMMANDS[0]})
@@ -188,12 +201,21 @@ def _measure(
     container_id = manager.ensure(target)
     api = manager.client().api
     user = f"{os.getuid()}:{os.getgid()}"  # as the manager runs every command
-    env = sandbox_env(target, workspace)
+    env = minimal_env(Path(target.home(workspace)))
     host_env = minimal_env(workspace)
+    the_jail = placement.placement_for(jail_ctx).jail
+    assert the_jail is not None
+    jail_env = minimal_env(Path(jail.WORKDIR))
 
     def host_runner() -> None:
         outcome = run_command(COMMANDS[0], cwd=workspace, env=host_env, timeout=TIMEOUT_SECONDS)
         assert outcome.exit_code == 0
+
+    def jail_runner() -> None:
+        outcome = jail.run(
+            the_jail, [SHELL, "-c", COMMANDS[0]], cwd=workspace, env=jail_env, timeout=TIMEOUT_SECONDS
+        )
+        assert outcome.exit_code == 0, outcome.stderr.text()
 
     def engine_exec() -> None:
         created = api.exec_create(
@@ -225,6 +247,7 @@ def _measure(
 
     calls = (
         ("host: run_command (sh -c in its own process group)", host_runner),
+        ("jail: jail.run (prlimit, bubblewrap, sh -c)", jail_runner),
         ("engine: exec create + start + inspect, no wrapper", engine_exec),
         ("engine: the same with the manager's setsid wrapper", engine_exec_wrapped),
         ("manager.run: wrapper (setsid), reader thread, use count", manager_run),
@@ -277,9 +300,25 @@ def _table(sections: list[tuple[str, list[Row]]]) -> list[str]:
 
 def _summary(sections: list[tuple[str, list[Row]]]) -> list[str]:
     (_, warm), (_, cold), (_, layers) = sections
-    host_echo, sandbox_echo, host_ls, sandbox_ls = warm
-    runner, engine, wrapped, managed = layers
+    host_echo, sandbox_echo, jail_echo, host_ls, sandbox_ls, jail_ls = warm
+    runner, jail_alone, engine, wrapped, managed = layers
+    goals = []
+    for command, host_row, jail_row, docker_row in (
+        (COMMANDS[0], host_echo, jail_echo, sandbox_echo),
+        (COMMANDS[1], host_ls, jail_ls, sandbox_ls),
+    ):
+        vs_host = jail_row.median / host_row.median
+        vs_docker = jail_row.median / docker_row.median
+        met = "met" if vs_host <= 2 and vs_docker <= 0.3 else "NOT met"
+        goals.append(
+            f"Jail, `{command}`: {jail_row.median:.1f} ms, {vs_host:.2f}x the host "
+            f"({host_row.median:.1f} ms) and {vs_docker:.2f}x the warm container "
+            f"({docker_row.median:.1f} ms); goal <= 2x and <= 0.3x: {met}."
+        )
     return [
+        *goals,
+        f"The jail alone (no tool checks) takes {jail_alone.median:.1f} ms against the host runner's "
+        f"{runner.median:.1f} ms: bubblewrap's namespaces and mounts are the difference.",
         f"Warm, the sandbox adds {sandbox_echo.median - host_echo.median:.0f} ms to `{COMMANDS[0]}` "
         f"({sandbox_echo.ratio()} the host) and {sandbox_ls.median - host_ls.median:.0f} ms to "
         f"`{COMMANDS[1]}` ({sandbox_ls.ratio()}).",
@@ -308,7 +347,10 @@ def run(
     version, tag = prepared or prepare()
     instance = f"bench{uuid.uuid4().hex[:8]}"
     with override_settings(
-        TOOLGATE_SANDBOX_IMAGE=tag, TOOLGATE_SANDBOX_IMAGES=[tag], TOOLGATE_SANDBOX_INSTANCE=instance
+        TOOLGATE_SANDBOX_IMAGE=tag,
+        TOOLGATE_SANDBOX_IMAGES=[tag],
+        TOOLGATE_SANDBOX_INSTANCE=instance,
+        TOOLGATE_ALLOW_HOST_EXEC=True,  # the host row of the comparison
     ):
         manager.reset_client()
         agent = services.agent_create(

@@ -72,6 +72,10 @@ ETC_ENTRIES = (
     "alternatives", "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "mime.types",
     "magic", "magic.mime", "os-release", "debian_version", "locale.alias", "terminfo", "inputrc",
 )  # fmt: skip
+# Of those, the ones the system may rewrite while Toolgate runs: bound live. The others are copied once
+# per process into a directory of their own and bound as the jail's /etc in one mount (a mount per
+# entry costs bubblewrap several milliseconds a jail).
+ETC_LIVE = ("hosts", "resolv.conf", "ld.so.cache")
 # Top-level directories that are links into /usr on merged-/usr systems, or directories of their own.
 ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _PROBE_RETRY_SECONDS = 30.0
@@ -168,6 +172,47 @@ def _workspace_root() -> str:
     return str(settings.TOOLGATE_WORKSPACE_ROOT)
 
 
+_etc_lock = threading.Lock()
+_etc_copy: tuple[int, Path] | None = None  # (the process that made it, the directory)
+
+
+def _jail_etc() -> Path | None:
+    """This process's copy of the /etc entries of :data:`ETC_ENTRIES` (less :data:`ETC_LIVE`), made on
+    first use under ``TOOLGATE_DATA_DIR/jail-etc/<pid>/``; None when it cannot be made (the entries are
+    then bound one by one)."""
+    global _etc_copy
+    with _etc_lock:
+        if _etc_copy is not None and _etc_copy[0] == os.getpid() and _etc_copy[1].is_dir():
+            return _etc_copy[1]
+        parent = Path(settings.TOOLGATE_DATA_DIR) / "jail-etc"
+        target = parent / str(os.getpid())
+        try:
+            parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            for old in parent.iterdir():  # copies of processes that are gone
+                if old.name.isdigit() and not Path(f"/proc/{old.name}").exists():
+                    shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(mode=0o755)
+            for entry in ETC_ENTRIES:
+                source = Path("/etc") / entry
+                destination = target / entry
+                if entry in ETC_LIVE:
+                    destination.touch()  # where the live file is bound
+                    continue
+                if not (source.exists() or source.is_symlink()):
+                    continue
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                if source.is_dir() and not source.is_symlink():
+                    shutil.copytree(source, destination, symlinks=True)
+                else:
+                    shutil.copy2(source, destination, follow_symlinks=False)
+        except OSError:
+            logger.warning("jail: /etc could not be copied; its entries are bound one by one", exc_info=True)
+            return None
+        _etc_copy = (os.getpid(), target)
+        return target
+
+
 def _system_binds() -> list[str]:
     args = ["--ro-bind", "/usr", "/usr"]
     for name in ROOT_LINKS:
@@ -176,7 +221,13 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
-    for entry in ETC_ENTRIES:
+    etc = _jail_etc()
+    if etc is not None:
+        args += ["--ro-bind", str(etc), "/etc"]
+        entries: tuple[str, ...] = ETC_LIVE
+    else:
+        entries = ETC_ENTRIES
+    for entry in entries:
         args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
     return args
 
@@ -226,11 +277,21 @@ def _prlimit_args(limits: Limits, *, prlimit: str, use_nproc: bool) -> list[str]
 
 
 class _PidsCgroups:
-    """A directory of per-jail ``pids`` cgroups (v1 or v2) this process may create, or none."""
+    """Per-jail ``pids`` cgroups (v1 or v2) under a directory of this process's own
+    (``toolgate-jails/<pid>/``), or none.
+
+    Making and removing a cgroup costs the kernel milliseconds, so a cgroup whose jail has ended (no
+    process left in it) is kept and handed to the next jail; one that still holds processes is left
+    alone until they are gone. Directories of processes that no longer exist are removed when a
+    process starts using cgroups."""
 
     def __init__(self) -> None:
         self.base: Path | None = None
         self.version = 0
+        self.idle: list[Path] = []
+        self.busy: set[Path] = set()
+        self.lock = threading.Lock()
+        self.pid = 0
 
     def find(self) -> None:
         for finder in (self._v1, self._v2):
@@ -239,8 +300,28 @@ class _PidsCgroups:
             except OSError:
                 base = None
             if base is not None:
-                self.base = base
+                self._remove_dead(base)
+                own = base / str(os.getpid())
+                try:
+                    own.mkdir(exist_ok=True)
+                    if self.version == 2:
+                        (own / "cgroup.subtree_control").write_text("+pids")
+                except OSError:
+                    continue
+                self.base, self.pid, self.idle, self.busy = own, os.getpid(), [], set()
                 return
+
+    @staticmethod
+    def _remove_dead(base: Path) -> None:
+        for directory in base.iterdir():
+            if not directory.name.isdigit() or Path(f"/proc/{directory.name}").exists():
+                continue
+            for child in directory.iterdir():
+                if child.is_dir():
+                    with contextlib.suppress(OSError):
+                        child.rmdir()
+            with contextlib.suppress(OSError):
+                directory.rmdir()
 
     def _v1(self) -> Path | None:
         mount = None
@@ -296,21 +377,34 @@ class _PidsCgroups:
         self.version = 2
         return base
 
-    def create(self, pids: int) -> Path:
+    def acquire(self, pids: int) -> Path:
+        """An empty cgroup limited to ``pids`` processes, for one jail."""
+        if self.pid != os.getpid():  # a forked worker: cgroups of its own, never its parent's
+            self.find()
         assert self.base is not None
-        group = self.base / uuid.uuid4().hex
-        group.mkdir()
+        with self.lock:
+            for group in list(self.busy):  # jails whose leftovers have died since
+                if self._empty(group):
+                    self.busy.discard(group)
+                    self.idle.append(group)
+            group = self.idle.pop() if self.idle else None
+        if group is None:
+            group = self.base / uuid.uuid4().hex
+            group.mkdir()
         (group / "pids.max").write_text(str(pids))
         return group
 
-    def sweep(self) -> None:
-        """Remove the cgroups whose processes are gone (rmdir refuses one that still has processes)."""
-        if self.base is None:
-            return
-        for child in self.base.iterdir():
-            if child.is_dir() and child.name != "probe":
-                with contextlib.suppress(OSError):
-                    child.rmdir()
+    def release(self, group: Path) -> None:
+        """Hand ``group`` to the next jail once nothing runs in it."""
+        with self.lock:
+            (self.idle.append if self._empty(group) else self.busy.add)(group)
+
+    @staticmethod
+    def _empty(group: Path) -> bool:
+        try:
+            return not (group / "cgroup.procs").read_text().strip()
+        except OSError:
+            return False
 
 
 # --- status -------------------------------------------------------------------------------------------
@@ -349,7 +443,8 @@ def _probe() -> Status:
         detail = (probe.stderr or "").strip().splitlines()[-1:] or [f"exit code {probe.returncode}"]
         return Status(
             False,
-            f"bubblewrap cannot make a jail here ({detail[0][:300]}); the kernel must allow user namespaces",
+            f"bubblewrap cannot make a jail here ({detail[0][:300]}); user namespaces must be allowed "
+            "(kernel.unprivileged_userns_clone, AppArmor) and bubblewrap must run",
             bwrap=bwrap,
             version=version,
         )
@@ -399,9 +494,7 @@ class Launch:
 
     def cleanup(self) -> None:
         if self.cgroup is not None:
-            # Processes still in it (rmdir refuses): the next sweep removes it.
-            with contextlib.suppress(OSError):
-                self.cgroup.rmdir()
+            _cgroups.release(self.cgroup)
 
 
 def launch(jail: Jail, argv: Sequence[str], *, cwd: str) -> Launch:
@@ -416,9 +509,8 @@ def launch(jail: Jail, argv: Sequence[str], *, cwd: str) -> Launch:
     ]
     if current.pids_limit != "cgroup":
         return Launch(wrapped)
-    _cgroups.sweep()
     try:
-        group = _cgroups.create(jail.limits.pids + BWRAP_PROCESSES)
+        group = _cgroups.acquire(jail.limits.pids + BWRAP_PROCESSES)
     except OSError as error:
         raise JailUnavailable(
             f"the jail's process limit could not be set up ({error.strerror or error})"

@@ -16,8 +16,22 @@ class EngineOutput(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
+class JailOutput(serializers.Serializer):  # type: ignore[type-arg]
+    available = serializers.BooleanField(help_text="whether this server can make the jail (bubblewrap)")
+    reason = serializers.CharField(help_text="why it cannot (empty when it can)")
+    bwrap = serializers.CharField(help_text="the bubblewrap program used")
+    version = serializers.CharField()
+    pids_limit = serializers.CharField(
+        help_text="how the process limit is enforced: rlimit, cgroup or not enforced"
+    )
+
+
 class ConfigOutput(serializers.Serializer):  # type: ignore[type-arg]
-    mode = serializers.ChoiceField(choices=["off", "non-main", "all"])
+    mode = serializers.ChoiceField(
+        choices=["jail", "docker", "host", "off", "non-main", "all"],
+        help_text="jail (the default), docker or host; off, non-main and all are settings saved before the "
+        "jail (read as jail, docker except for main/default agents, docker)",
+    )
     scope = serializers.CharField(help_text="session, agent or shared: what one container serves")
     workspace_access = serializers.ChoiceField(choices=["rw", "ro", "none"])
     image = serializers.CharField()
@@ -28,9 +42,15 @@ class ConfigOutput(serializers.Serializer):  # type: ignore[type-arg]
     network = serializers.BooleanField()
     read_only_root = serializers.BooleanField()
     tmpfs_size_mb = serializers.IntegerField()
+    cpu_seconds = serializers.IntegerField()
+    address_space_mb = serializers.IntegerField()
+    file_size_mb = serializers.IntegerField()
+    open_files = serializers.IntegerField()
 
 
 class SandboxOutput(serializers.Serializer):  # type: ignore[type-arg]
+    jail = JailOutput()
+    host_allowed = serializers.BooleanField(help_text="whether this installation allows mode host")
     engine = EngineOutput()
     config = ConfigOutput(help_text="the tenant's sandbox settings in effect (an agent may override keys)")
     allowed_images = serializers.ListField(child=serializers.CharField())

@@ -17,8 +17,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.runtime import jail
 from apps.runtime.sandbox import manager, selectors, services
-from apps.runtime.sandbox.config import allowed_images
+from apps.runtime.sandbox.config import allowed_images, host_allowed
 from apps.runtime.sandbox_api import serializers as s
 from apps.runtime.sandbox_models import SandboxContainer
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
@@ -43,6 +44,8 @@ class SandboxView(TenantViewMixin, APIView):
     def get(self, request: Request) -> Response:
         return Response(
             {
+                "jail": jail.status().as_dict(),
+                "host_allowed": host_allowed(),
                 "engine": manager.engine_status(),
                 "config": selectors.tenant_config(self.actor.tenant).as_dict(),
                 "allowed_images": allowed_images(),
