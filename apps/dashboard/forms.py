@@ -282,7 +282,9 @@ class RuntimeSettingsForm(DashboardForm):
     sandbox_mode = forms.ChoiceField(
         choices=[(v, v) for v in SANDBOX_MODES],
         label="Sandbox mode",
-        help_text="off: no sandbox; non-main: every agent except main/default; all: every agent.",
+        help_text="jail (the default): commands run in a bubblewrap jail that sees only their workspace; "
+        "docker: in Docker containers (see Sandbox); host: on this server, offered only where the operator "
+        "allows it.",
     )
     tools = forms.CharField(
         required=False,
@@ -300,11 +302,16 @@ class RuntimeSettingsForm(DashboardForm):
         kwargs.setdefault("initial", self.initial_for(current))
         super().__init__(*args, **kwargs)
         add_web_search_key_fields(self, stored=WEB_SEARCH_KEY in secret_paths)
+        # Host only where the operator allows it; a mode saved before the jail only while it is current.
+        mode = current["sandbox"].get("mode")
+        offered = [m for m in SANDBOX_MODES if m != sandbox_config.HOST or sandbox_config.host_allowed()]
+        legacy = [mode] if mode in sandbox_config.LEGACY_MODES else []
+        self.fields["sandbox_mode"].choices = [(v, v) for v in (*offered, *legacy)]  # type: ignore[attr-defined]
 
     @staticmethod
     def initial_for(current: dict[str, Any]) -> dict[str, Any]:
         return {
-            "sandbox_mode": current["sandbox"].get("mode", "off"),
+            "sandbox_mode": current["sandbox"].get("mode", sandbox_config.JAIL),
             "tools": json.dumps(current["tools"], indent=2, sort_keys=True),
         }
 

@@ -14,7 +14,7 @@ def test_a_new_tenant_has_the_documented_defaults(viewer_a, tenant_a):
     body = viewer_a.get("/api/v1/tenant/").json()
     assert body["slug"] == tenant_a.slug
     assert body["settings"] == {}
-    assert body["runtime"] == {"sandbox": {"mode": "off"}, "tools": {}, "runner": "external"}
+    assert body["runtime"] == {"sandbox": {"mode": "jail"}, "tools": {}, "runner": "external"}
 
 
 def test_admins_change_settings_audited_and_null_removes_a_key(admin_a, tenant_a):
@@ -30,13 +30,13 @@ def test_admins_change_settings_audited_and_null_removes_a_key(admin_a, tenant_a
     assert event.data["changes"]["settings.sandbox"] == {"from": None, "to": {"mode": "all"}}
     cleared = admin_a.patch("/api/v1/tenant/", {"settings": {"sandbox": None}}, format="json").json()
     assert cleared["settings"] == {"tools": {"exec": {"timeout": 60}}}
-    assert cleared["runtime"]["sandbox"] == {"mode": "off"}
+    assert cleared["runtime"]["sandbox"] == {"mode": "jail"}
 
 
 @pytest.mark.parametrize(
     ("settings", "fragment"),
     [
-        ({"sandbox": {"mode": "maybe"}}, 'sandbox: "mode" must be one of off, non-main, all.'),
+        ({"sandbox": {"mode": "maybe"}}, 'sandbox: "mode" must be one of jail, docker, host.'),
         ({"sandbox": "all"}, "sandbox: Must be an object"),
         ({"tools": {"nosuchtool": {}}}, "tools: Unknown tools: nosuchtool."),
         ({"tools": {"exec": 5}}, "tools: Must be an object of tool name -> settings object."),
@@ -104,7 +104,7 @@ def test_agent_settings_are_validated_the_same_way(admin_a):
     )
     assert response.status_code == 400
     [message] = response.json()["error"]["details"]["settings"]
-    assert 'sandbox: "mode" must be one of off, non-main, all.' in message
+    assert 'sandbox: "mode" must be one of jail, docker, host.' in message
 
 
 def test_members_cannot_change_the_tenant(member_a, tenant_a):

@@ -84,7 +84,7 @@ def fresh(tenant: Tenant) -> Tenant:
 
 
 # The complete runtime form as an admin would submit it unchanged (defaults).
-DEFAULT_FORM = {"sandbox_mode": "off", "tools": "{}"}
+DEFAULT_FORM = {"sandbox_mode": "jail", "tools": "{}"}
 
 
 def save_policy(tenant: Tenant, document: dict, agent: Agent | None = None) -> None:  # type: ignore[type-arg]
@@ -160,7 +160,7 @@ def test_only_admins_change_runtime_settings(request, persona, tenant_a):
     before = (fresh(tenant_a).settings, audit_count(tenant_a))
 
     page = client.get(reverse("dashboard:runtime_settings")).content.decode()
-    edit = client.post(reverse("dashboard:runtime_settings_edit"), {**DEFAULT_FORM, "sandbox_mode": "off"})
+    edit = client.post(reverse("dashboard:runtime_settings_edit"), {**DEFAULT_FORM, "sandbox_mode": "jail"})
     reset = client.post(reverse("dashboard:runtime_settings_reset"), {"key": "sandbox"})
 
     assert "Only admins can change these settings." in page
@@ -279,16 +279,16 @@ def test_the_settings_page_shows_the_policy_values_read_only(viewer, admin, tena
 
 def test_admin_saves_runtime_settings_and_it_is_audited(admin, tenant_a):
     before = audit_count(tenant_a)
-    form = {**DEFAULT_FORM, "sandbox_mode": "non-main", "tools": '{"exec": {"timeout": 120}}'}
+    form = {**DEFAULT_FORM, "sandbox_mode": "docker", "tools": '{"exec": {"timeout": 120}}'}
 
     response = admin.post(reverse("dashboard:runtime_settings_edit"), form)
 
     assert response.status_code == 302
     assert response["Location"] == reverse("dashboard:runtime_settings")
-    assert fresh(tenant_a).settings == {"sandbox": {"mode": "non-main"}, "tools": {"exec": {"timeout": 120}}}
+    assert fresh(tenant_a).settings == {"sandbox": {"mode": "docker"}, "tools": {"exec": {"timeout": 120}}}
     event = AuditEvent.objects.for_tenant(tenant_a).get(verb="tenant.updated")
     assert event.actor_kind == "user"
-    assert event.data["changes"]["settings.sandbox"] == {"from": None, "to": {"mode": "non-main"}}
+    assert event.data["changes"]["settings.sandbox"] == {"from": None, "to": {"mode": "docker"}}
     assert audit_count(tenant_a) == before + 1
 
     page = admin.get(reverse("dashboard:runtime_settings")).content.decode()
@@ -296,7 +296,7 @@ def test_admin_saves_runtime_settings_and_it_is_audited(admin, tenant_a):
     assert source_of(page, "sandbox") == "tenant"
     assert source_of(page, "tools") == "tenant"
     # The form shows what is saved.
-    assert re.search(r'<option value="non-main" selected>', page)
+    assert re.search(r'<option value="docker" selected>', page)
     assert "&quot;timeout&quot;: 120" in page
 
 
@@ -338,7 +338,8 @@ def test_a_partial_value_set_through_the_api_is_not_rewritten_by_an_untouched_fo
 @pytest.mark.parametrize(
     ("change", "field", "message"),
     [
-        ({"sandbox_mode": "docker"}, "sandbox_mode", "Select a valid choice."),
+        ({"sandbox_mode": "everything"}, "sandbox_mode", "Select a valid choice."),
+        ({"sandbox_mode": "host"}, "sandbox_mode", "Select a valid choice."),  # not allowed here
         ({"tools": '{"exec": {"timeout": 1},}'}, "tools", "Not valid JSON"),
         ({"tools": "[1, 2]"}, "tools", "Must be a JSON object"),
         ({"tools": '{"no_such_tool": {}}'}, "tools", "Unknown tools: no_such_tool."),
@@ -354,7 +355,7 @@ def test_bad_settings_are_shown_inline_and_nothing_changes(admin, tenant_a, chan
     before = audit_count(tenant_a)
 
     response = admin.post(
-        reverse("dashboard:runtime_settings_edit"), {**DEFAULT_FORM, "sandbox_mode": "all", **change}
+        reverse("dashboard:runtime_settings_edit"), {**DEFAULT_FORM, "sandbox_mode": "docker", **change}
     )
 
     assert response.status_code == 200

@@ -48,7 +48,7 @@ def form_data(**values: Any) -> dict[str, Any]:
     from django.conf import settings
 
     data: dict[str, Any] = {
-        "mode": "off",
+        "mode": "jail",
         "scope": "session",
         "workspace_access": "rw",
         "image": settings.TOOLGATE_SANDBOX_IMAGE,
@@ -58,6 +58,10 @@ def form_data(**values: Any) -> dict[str, Any]:
         "timeout_seconds": "300",
         "read_only_root": "on",
         "tmpfs_size_mb": "64",
+        "cpu_seconds": "300",
+        "address_space_mb": "4096",
+        "file_size_mb": "1024",
+        "open_files": "1024",
     }
     data.update(values)
     return {k: v for k, v in data.items() if v is not None}
@@ -91,7 +95,7 @@ def engine():
 def real_container(tenant_a: Tenant, bot: Agent) -> SandboxContainer:
     """A running container of ``bot``, made by an exec call through the API."""
     admin = factories.key_client(factories.make_api_key(tenant_a, Role.ADMIN))
-    response = admin.patch("/api/v1/tenant/", {"settings": {"sandbox": {"mode": "all"}}}, format="json")
+    response = admin.patch("/api/v1/tenant/", {"settings": {"sandbox": {"mode": "docker"}}}, format="json")
     assert response.status_code == 200, response.content
     call = {"agent": "bot", "tool": "exec", "args": {"command": "true"}, "context": {"session_key": "chat-7"}}
     result = admin.post("/api/v1/runtime/execute", call, format="json").json()
@@ -119,9 +123,9 @@ def test_below_admin_every_route_is_403_with_nothing_changed(request, persona, t
 
     for url in (PAGE, FRAGMENT, stop, agent_page, reverse("dashboard:sandbox_agent_pick") + "?agent=bot"):
         assert client.get(url).status_code == 403, url
-    assert client.post(PAGE, form_data(mode="all")).status_code == 403
+    assert client.post(PAGE, form_data(mode="docker")).status_code == 403
     assert client.post(stop).status_code == 403
-    assert client.post(agent_page, {"mode": "all"}).status_code == 403
+    assert client.post(agent_page, {"mode": "docker"}).status_code == 403
     assert tenant_state(tenant_a) == before
 
 
@@ -163,7 +167,7 @@ def test_an_engine_that_does_not_answer_is_said_so(admin, tenant_a, bot, setting
 def test_the_form_shows_every_key_with_the_settings_in_effect(admin, tenant_a, settings):
     tenant_services.tenant_update(
         actor=Actor.system(tenant_a),
-        changes={"settings": {"sandbox": {"mode": "non-main", "memory_mb": 768}}},
+        changes={"settings": {"sandbox": {"mode": "docker", "memory_mb": 768}}},
     )
     page = body(admin.get(PAGE))
     form = page[page.index('class="form sandbox-form"') :]
@@ -182,14 +186,14 @@ def test_the_form_shows_every_key_with_the_settings_in_effect(admin, tenant_a, s
         "tmpfs_size_mb",
     ):
         assert f'name="{key}"' in form, key
-    assert '<option value="non-main" selected>non-main</option>' in form
+    assert '<option value="docker" selected>docker</option>' in form
     assert 'name="memory_mb" value="768" min="16" max="16384"' in form
     assert "From 16 to 16384." in form
     assert 'name="cpus" value="1.0" step="0.1" min="0.1" max="16"' in form
     assert f'<option value="{settings.TOOLGATE_SANDBOX_IMAGE}" selected>' in form
     assert 'type="checkbox" name="network"' in form
-    assert "Warning: this opens the container to the network" in form
-    assert "non-main: every agent except main/default" in form
+    assert "Warning: on lets commands open connections like this server itself" in form
+    assert "jail (the default): each command runs in a bubblewrap jail" in form
 
 
 def test_saving_the_form_changes_only_the_sandbox_settings(owner, tenant_a, bot, settings):
@@ -198,14 +202,14 @@ def test_saving_the_form_changes_only_the_sandbox_settings(owner, tenant_a, bot,
     bot_settings = dict(Agent.objects.for_tenant(tenant_a).get(pk=bot.pk).settings)
 
     response = owner.post(
-        PAGE, form_data(mode="all", memory_mb="256", cpus="0.5", network="on", read_only_root=None)
+        PAGE, form_data(mode="docker", memory_mb="256", cpus="0.5", network="on", read_only_root=None)
     )
 
     assert response.status_code == 302
     assert response["Location"] == PAGE
     saved = fresh(tenant_a).settings
     assert saved["sandbox"] == {
-        "mode": "all",
+        "mode": "docker",
         "scope": "session",
         "workspace_access": "rw",
         "image": settings.TOOLGATE_SANDBOX_IMAGE,
@@ -216,6 +220,10 @@ def test_saving_the_form_changes_only_the_sandbox_settings(owner, tenant_a, bot,
         "network": True,
         "read_only_root": False,
         "tmpfs_size_mb": 64,
+        "cpu_seconds": 300,
+        "address_space_mb": 4096,
+        "file_size_mb": 1024,
+        "open_files": 1024,
     }
     assert saved["tools"] == {"exec": {"timeout": 120}}
     assert Agent.objects.for_tenant(tenant_a).get(pk=bot.pk).settings == bot_settings
@@ -241,7 +249,7 @@ def test_saving_the_form_changes_only_the_sandbox_settings(owner, tenant_a, bot,
 def test_form_errors_are_shown_and_nothing_is_saved(admin, tenant_a, values, message):
     before = tenant_state(tenant_a)
 
-    page = body(admin.post(PAGE, form_data(**{"mode": "all", **values})))
+    page = body(admin.post(PAGE, form_data(**{"mode": "docker", **values})))
 
     assert "Nothing was saved: fix the fields marked below." in page
     assert message in page
@@ -329,26 +337,26 @@ def test_a_stop_the_engine_refuses_keeps_the_container(admin, tenant_a, real_con
 def test_an_agent_inherits_or_sets_each_key(admin, tenant_a, bot, settings):
     system = Actor.system(tenant_a)
     tenant_services.tenant_update(
-        actor=system, changes={"settings": {"sandbox": {"mode": "all", "memory_mb": 768}}}
+        actor=system, changes={"settings": {"sandbox": {"mode": "docker", "memory_mb": 768}}}
     )
     tenant_services.agent_update(actor=system, agent=bot, changes={"settings": {"temperature": 0.2}})
     url = reverse("dashboard:sandbox_agent", args=["bot"])
 
     page = body(admin.get(url))
-    assert '<option value="" selected>inherit from tenant (all)</option>' in page
+    assert '<option value="" selected>inherit from tenant (docker)</option>' in page
     assert 'placeholder="inherit from tenant (768)"' in page
     assert "inherit from tenant (off)" in page  # network
     assert 'data-applies="true"' in page
 
-    response = admin.post(url, {"mode": "off", "memory_mb": "256", "network": "on"})
+    response = admin.post(url, {"mode": "jail", "memory_mb": "256", "network": "on"})
 
     assert response.status_code == 302
     saved = Agent.objects.for_tenant(tenant_a).get(pk=bot.pk).settings
-    assert saved == {"temperature": 0.2, "sandbox": {"mode": "off", "memory_mb": 256, "network": True}}
-    assert fresh(tenant_a).settings["sandbox"] == {"mode": "all", "memory_mb": 768}
+    assert saved == {"temperature": 0.2, "sandbox": {"mode": "jail", "memory_mb": 256, "network": True}}
+    assert fresh(tenant_a).settings["sandbox"] == {"mode": "docker", "memory_mb": 768}
     page = body(admin.get(url))
     assert 'data-applies="false"' in page
-    assert '<option value="off" selected>off</option>' in page
+    assert '<option value="jail" selected>jail</option>' in page
     overview = body(admin.get(PAGE))
     overrides = overview[overview.index("data-overrides") :]
     assert reverse("dashboard:sandbox_agent", args=["bot"]) in overrides
@@ -393,9 +401,9 @@ def test_another_tenants_containers_and_agents_are_404_with_nothing_changed(outs
     assert outsider.get(stop).status_code == 404
     assert outsider.post(stop).status_code == 404
     assert outsider.get(agent_page).status_code == 404
-    assert outsider.post(agent_page, {"mode": "all"}).status_code == 404
+    assert outsider.post(agent_page, {"mode": "docker"}).status_code == 404
     assert outsider.get(reverse("dashboard:sandbox_agent_pick") + "?agent=bot").status_code == 404
     for url in (PAGE, FRAGMENT):
         assert "toolgate-sbx-of-tenant-a" not in body(outsider.get(url))
-    assert outsider.post(PAGE, form_data(mode="all")).status_code == 302  # B's own settings
+    assert outsider.post(PAGE, form_data(mode="docker")).status_code == 302  # B's own settings
     assert tenant_state(tenant_a) == before

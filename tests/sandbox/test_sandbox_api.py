@@ -63,7 +63,7 @@ def test_the_status_shows_the_engine_the_settings_and_the_images(admin_a, sandbo
     assert body["engine"]["images"] == [sandbox_settings]
     assert body["allowed_images"] == [sandbox_settings]
     assert body["config"] == {
-        "mode": "off",
+        "mode": "jail",
         "scope": "session",
         "workspace_access": "rw",
         "image": sandbox_settings,
@@ -74,6 +74,10 @@ def test_the_status_shows_the_engine_the_settings_and_the_images(admin_a, sandbo
         "network": False,
         "read_only_root": True,
         "tmpfs_size_mb": 64,
+        "cpu_seconds": 300,
+        "address_space_mb": 4096,
+        "file_size_mb": 1024,
+        "open_files": 1024,
     }
 
     sandbox = {"mode": "non-main", "memory_mb": 256, "cpus": 0.5, "network": True}
@@ -223,7 +227,7 @@ def test_another_tenants_container_is_404_with_nothing_changed(
     assert ok(outsider.get(CONTAINERS))["results"] == []
     for method in ("get", "delete"):
         assert ok(getattr(outsider, method)(f"{CONTAINERS}{row['id']}/"), 404)["error"]["code"] == "not_found"
-    assert ok(outsider.get(STATUS))["config"]["mode"] == "off"  # B's own settings
+    assert ok(outsider.get(STATUS))["config"]["mode"] == "jail"  # B's own settings
     assert tenant_state(tenant_a) == before
     assert len(containers_of(engine, scope="session")) == 1
 
@@ -241,7 +245,7 @@ BAD = [
     ({"memory_mb": 64.5}, '"memory_mb" must be a whole number from 16 to 16384.'),
     ({"cpus": 0}, '"cpus" must be a number from 0.1 to 16.'),
     ({"image": "evil/miner:latest"}, '"image" must be one of the images this server allows:'),
-    ({"mode": "sometimes"}, '"mode" must be one of off, non-main, all.'),
+    ({"mode": "sometimes"}, '"mode" must be one of jail, docker, host.'),
     ({"network": "yes"}, '"network" must be true or false.'),
     ("all", "Must be an object"),
 ]

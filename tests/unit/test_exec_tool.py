@@ -1,8 +1,12 @@
 """The exec tool with real processes: output, exit codes, process-group timeouts, output caps, a clean
-environment, the working directory, and the safeguard that no setting switches off."""
+environment, the working directory, and the safeguard that no setting switches off.
+
+Every test runs twice: in the jail (the default) and on the host (mode host, as an installation that
+allows it runs it), which share the runner's timeouts, caps and clean-up."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -32,14 +36,42 @@ def ws(tmp_path: Path) -> Path:
     return workspace
 
 
+@pytest.fixture(params=["jail", "host"])
+def mode(request, settings) -> str:
+    settings.TOOLGATE_ALLOW_HOST_EXEC = request.param == "host"
+    return str(request.param)
+
+
 @pytest.fixture
-def make_ctx(tenant_a, ws):
+def make_ctx(tenant_a, ws, mode):
     agent = services.agent_create(actor=Actor.system(tenant_a), key="exec-agent", name="Exec agent")
 
     def make(exec_settings=None) -> CallContext:
-        return factories.call_context(tenant_a, agent, ws, tool_settings={"exec": exec_settings or {}})
+        ctx = factories.call_context(tenant_a, agent, ws, tool_settings={"exec": exec_settings or {}})
+        return dataclasses.replace(ctx, sandbox={"mode": mode})
 
     return make
+
+
+def seen(mode: str, ws: Path, relative: str = "") -> str:
+    """How a command sees ``ws/relative``: at /workspace in the jail, at its own path on the host."""
+    base = "/workspace" if mode == "jail" else str(ws.resolve())
+    return f"{base}/{relative}" if relative else base
+
+
+def no_process_runs(marker: str, seconds: float = 5.0) -> bool:
+    """Whether, within ``seconds``, no process on the host has ``marker`` in its command line (a
+    jailed process's pid means nothing outside its pid namespace)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = [
+            p for p in psutil.process_iter(["cmdline", "status"])
+            if marker in " ".join(p.info["cmdline"] or ()) and p.info["status"] != psutil.STATUS_ZOMBIE
+        ]  # fmt: skip
+        if not alive:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def run(ctx: CallContext, command: str, **args) -> ToolResult:
@@ -83,33 +115,36 @@ def test_non_zero_exit_is_an_error_that_keeps_the_output(make_ctx):
     assert "[exit code: 3]" in result.for_llm
 
 
-def test_runs_in_the_workspace_with_stdin_closed(make_ctx, ws):
+def test_runs_in_the_workspace_with_stdin_closed(make_ctx, ws, mode):
     result = run(make_ctx(), "pwd; cat; echo after-cat")
     assert not result.is_error
     lines = result.for_llm.splitlines()
-    assert lines[0] == str(ws.resolve())
+    assert lines[0] == seen(mode, ws)
     assert lines[1] == "after-cat"  # cat read EOF at once: stdin is /dev/null
 
 
-def test_timeout_kills_the_whole_process_group(make_ctx, ws):
+def test_timeout_kills_the_whole_process_group(make_ctx, ws, mode):
     started = time.monotonic()
-    result = run(make_ctx(), "sleep 300 & echo $! > child.pid; echo $$ > shell.pid; sleep 300", timeout=1)
+    result = run(make_ctx(), "sleep 301 & echo $! > child.pid; echo $$ > shell.pid; sleep 302", timeout=1)
     assert time.monotonic() - started < 10
     assert result.is_error
     assert result.data["timed_out"] is True
     assert result.data["exit_code"] is None
     assert "timed out after 1s" in result.for_llm
-    child = int((ws / "child.pid").read_text())
-    shell = int((ws / "shell.pid").read_text())
-    assert _wait_gone(child), "the background child survived the timeout"
-    assert _wait_gone(shell)
+    assert no_process_runs("sleep 301"), "the background child survived the timeout"
+    assert no_process_runs("sleep 302")
+    if mode == "host":
+        assert _wait_gone(int((ws / "child.pid").read_text()))
+        assert _wait_gone(int((ws / "shell.pid").read_text()))
 
 
-def test_background_leftovers_die_with_the_call(make_ctx, ws):
-    result = run(make_ctx(), "sleep 300 & echo $! > bg.pid; echo started")
+def test_background_leftovers_die_with_the_call(make_ctx, ws, mode):
+    result = run(make_ctx(), "sleep 303 & echo $! > bg.pid; echo started")
     assert not result.is_error
     assert "started" in result.for_llm
-    assert _wait_gone(int((ws / "bg.pid").read_text()))
+    assert no_process_runs("sleep 303")
+    if mode == "host":
+        assert _wait_gone(int((ws / "bg.pid").read_text()))
 
 
 def test_timeout_default_setting_and_clamp():
@@ -154,7 +189,7 @@ def test_endless_output_does_not_exhaust_memory(make_ctx):
     assert process.memory_info().rss - before < 64 * 1024 * 1024
 
 
-def test_environment_is_minimal_and_sanitised(make_ctx, ws, monkeypatch):
+def test_environment_is_minimal_and_sanitised(make_ctx, ws, mode, monkeypatch):
     monkeypatch.setenv("SECRET_KEY", "server-secret-key-value")
     monkeypatch.setenv("DATABASE_URL", "postgres://u:p@db/x")
     monkeypatch.setenv("FIELD_ENCRYPTION_KEY", "fernet-key-value")
@@ -169,7 +204,7 @@ def test_environment_is_minimal_and_sanitised(make_ctx, ws, monkeypatch):
     assert not any(name.startswith("DJANGO") or name.startswith("TOOLGATE") for name in names)
     for value in ("server-secret-key-value", "postgres://", "fernet-key-value", "evil.so", "ghp_"):
         assert value not in result.for_llm
-    assert f"HOME={ws.resolve()}" in result.for_llm
+    assert f"HOME={seen(mode, ws)}" in result.for_llm
     assert "TERM=dumb" in result.for_llm
     assert "PATH=/usr/local/bin:/usr/bin:/bin" in result.for_llm
 
@@ -202,10 +237,10 @@ def test_cwd_through_a_symlink_out_is_refused(make_ctx, ws, tmp_path):
     assert not (tmp_path / "outside" / "escaped").exists()
 
 
-def test_cwd_inside_the_workspace(make_ctx, ws):
+def test_cwd_inside_the_workspace(make_ctx, ws, mode):
     result = run(make_ctx(), "pwd", cwd="sub")
     assert not result.is_error
-    assert result.for_llm.splitlines()[0] == str((ws / "sub").resolve())
+    assert result.for_llm.splitlines()[0] == seen(mode, ws, "sub")
     assert result.data["cwd"] == "sub"
 
 
