@@ -11,13 +11,16 @@ This is the documented exception to "no shell": the command goes to ``/bin/sh -c
    whose approval covered it (``CallContext.approved_deny_groups``);
 3. the secure-CLI gate: no program of the command may be a restricted CLI the agent is not granted.
 
-and then runs with:
+and then runs where the call's processes run (:mod:`apps.runtime.sandbox.placement`): in the jail by
+default (:mod:`apps.runtime.jail`: only the workspace, at ``/workspace``, no network unless turned on),
+in the call's Docker container, or on the host only where the operator allows it. The checks above are
+the second layer; the jail is the guarantee. It runs with:
 
 * the working directory inside the workspace (``cwd`` resolved with
   :func:`apps.runtime.workspace.resolve_path`: no escapes, no symlinks);
-* a minimal environment built from scratch (PATH, HOME = the workspace, LANG, TERM=dumb), never the
-  server's, which holds ``SECRET_KEY``, ``DATABASE_URL`` and the like; seed 003's strip list is applied
-  on top so no loader or shell start-up variable can ever get through;
+* a minimal environment built from scratch (PATH, HOME = the workspace as the command sees it, LANG,
+  TERM=dumb), never the server's, which holds ``SECRET_KEY``, ``DATABASE_URL`` and the like; seed
+  003's strip list is applied on top so no loader or shell start-up variable can ever get through;
 * its own session and process group, so a timeout kills every process it started (SIGTERM to the
   group, 3 s grace, then SIGKILL), and no leftover background process outlives the call;
 * stdin closed, stdout and stderr read incrementally and kept up to 1 MiB each (the rest is drained
