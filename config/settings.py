@@ -366,6 +366,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RoleEnum": "apps.tenants.roles.Role",
         "SessionMessageRoleEnum": "apps.sessions.models.SessionMessage.Role",
+        "ApiKeyOriginEnum": "apps.tenants.models.ApiKey.Origin",
+        "CallOriginEnum": "apps.runtime.caller.ORIGINS",
     },
 }
 

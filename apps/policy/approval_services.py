@@ -261,7 +261,13 @@ def approval_request(
         verb="approval.requested",
         target_type="approval",
         target_id=str(approval.pk),
-        data={"agent": agent.key, "command": command[:1000], "reason": approval.reason, "wait": wait},
+        data={
+            "agent": agent.key,
+            "command": command[:1000],
+            "reason": approval.reason,
+            "origin": approval.origin,  # the caller's, never the request's (apps.runtime.caller)
+            "wait": wait,
+        },
     )
     _publish(actor.tenant, "approval.requested", approval_data(approval))
     return approval

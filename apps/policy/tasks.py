@@ -100,7 +100,7 @@ def run_approved_call(approval_id: str, tenant_id: str) -> str:
         chat_id=payload.get("chat_id", ""),
         peer_kind=payload.get("peer_kind", ""),
         provider=payload.get("provider", ""),
-        origin=payload.get("origin", "user"),
+        origin=payload.get("origin"),  # checked again against the actor that asked
         subagent_depth=int(payload.get("subagent_depth", 0)),
         tool_allow=tuple(payload["tool_allow"]) if payload.get("tool_allow") is not None else None,
         style=payload.get("style", "flat"),

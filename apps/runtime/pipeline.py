@@ -1,11 +1,13 @@
 """The one execution pipeline every entry point uses (REST now; MCP and team tools later).
 
-``execute()`` runs these steps, in order, and never raises for anything a caller or a tool did:
+``execute()`` runs these steps, in order, and never raises for anything a tool did; a caller that names
+an origin or an internal channel it may not use is refused with ``Forbidden`` before the first step:
 
 1. resolve the agent's runtime settings and its effective tool set; translate a domain (STRAP) call;
 2. unknown name -> error with a correction hint and the available names; a name outside the effective
    set -> ``tool not allowed by policy: <name>`` (listing and calling never disagree);
-3. origin restrictions, then exec approvals (``apps.policy.approvals``): allow, deny, or ask a human.
+3. origin restrictions (the origin is the caller's, never the request's: :mod:`apps.runtime.caller`), then
+   exec approvals (``apps.policy.approvals``): allow, deny, or ask a human.
    Asking stores a pending approval and hands the call back unfinished (:func:`begin`); once it is
    decided, :func:`resume` refuses it (denied, or ``approval timed out after 2m0s``) or goes on, with
    an approved package install passed to the exec tool in the context;
@@ -52,7 +54,11 @@ MAX_ERROR_CHARS = 2000
 
 @dataclass(frozen=True)
 class CallRequest:
-    """A tool call as an agent loop sends it."""
+    """A tool call as an agent loop sends it.
+
+    ``origin`` None means the caller's own (:mod:`apps.runtime.caller`); the entry points
+    (:func:`begin`, :func:`run_approved`) replace it with the effective origin, and refuse an origin or
+    an internal channel the caller may not use before anything runs or is recorded."""
 
     agent: Agent
     tool: str
@@ -63,10 +69,25 @@ class CallRequest:
     chat_id: str = ""
     peer_kind: str = ""
     provider: str = ""
-    origin: str = "user"
+    origin: str | None = None
     subagent_depth: int = 0
     tool_allow: tuple[str, ...] | None = None
     style: str = "flat"  # "strap": hints are given in domain-tool form
+
+
+def _as_caller(actor: Actor, request: CallRequest) -> CallRequest:
+    """``request`` with its effective origin, once the caller may make it (``caller.Forbidden`` else:
+    a foreign origin, or an internal channel named by a key or a dashboard user)."""
+    from apps.runtime import caller
+
+    caller.check_channel(actor=actor, channel=request.channel)
+    return replace(request, origin=caller.effective_origin(actor=actor, requested=request.origin))
+
+
+def _origin(request: CallRequest) -> str:
+    """The effective origin of a request that went through :func:`_as_caller` (``user`` otherwise,
+    which approves nothing by itself)."""
+    return request.origin or "user"
 
 
 @dataclass(frozen=True)
@@ -263,10 +284,10 @@ class _Call:
             return self.finish(Decision.DENIED, ToolResult.error(f"tool not allowed by policy: {self.name}"))
 
         # 3. origin restrictions, then approvals
-        if tool_name in self.policy.origin_deny.get(request.origin, ()):
+        if tool_name in self.policy.origin_deny.get(_origin(request), ()):
             return self.finish(
                 Decision.ORIGIN_DENIED,
-                ToolResult.error(f"tool {tool_name} is not allowed for calls of origin {request.origin!r}"),
+                ToolResult.error(f"tool {tool_name} is not allowed for calls of origin {_origin(request)!r}"),
             )
         self.ctx = _context(
             actor=self.actor,
@@ -396,9 +417,13 @@ def execute(*, actor: Actor, request: CallRequest) -> CallOutcome:
 def begin(*, actor: Actor, request: CallRequest, wait: bool = True) -> CallOutcome | PendingCall:
     """Steps 1-3, and the rest when no human has to decide. Otherwise a pending approval is stored (and
     pushed live) and the call is returned unfinished: :func:`resume` it once decided; a call that does
-    not ``wait`` is run later by a background job (``apps.policy.tasks``)."""
+    not ``wait`` is run later by a background job (``apps.policy.tasks``).
+
+    Raises ``Forbidden`` (nothing run, nothing recorded) when the request names an origin or a channel
+    its caller may not use (:mod:`apps.runtime.caller`)."""
     from apps.policy import approval_services
 
+    request = _as_caller(actor, request)
     call = _Call(actor=actor, request=request)
     step = call.front()
     if isinstance(step, CallOutcome):
@@ -416,7 +441,7 @@ def begin(*, actor: Actor, request: CallRequest, wait: bool = True) -> CallOutco
         shapes=[{**item, "command": call.scrub(item["command"])} for item in step.shapes],
         reason=step.reason,
         package_install=step.package_install,
-        origin=request.origin,
+        origin=_origin(request),
         session_key=request.session_key,
         user_id=request.user_id,
         wait=wait,
@@ -471,7 +496,7 @@ def _payload(actor: Actor, request: CallRequest, call: _Call) -> dict[str, Any]:
         "chat_id": request.chat_id,
         "peer_kind": request.peer_kind,
         "provider": request.provider,
-        "origin": request.origin,
+        "origin": _origin(request),
         "subagent_depth": request.subagent_depth,
         "tool_allow": list(request.tool_allow) if request.tool_allow is not None else None,
         "style": request.style,
@@ -482,7 +507,9 @@ def run_approved(
     *, actor: Actor, request: CallRequest, call_id: str, status: str, reason: str
 ) -> CallOutcome:
     """Finish a call that did not wait, in a background job, once its approval was resolved. The policy
-    is read again: a tool the agent lost meanwhile is refused, and security ``deny`` still denies."""
+    is read again: a tool the agent lost meanwhile is refused, and security ``deny`` still denies. The
+    origin is checked again against the actor that asked (its key's origin cannot change)."""
+    request = _as_caller(actor, request)
     call = _Call(actor=actor, request=request, call_id=call_id)
     if status != "allowed":
         call.resolved = canonical(request.tool) or ""
@@ -528,7 +555,7 @@ def _approval(call: _Call) -> Verdict | None:
         call.request.agent,
         command,
         str(cwd if not isinstance(cwd, str) else call.ctx.workspace),
-        call.request.origin,
+        _origin(call.request),
         path_env=SAFE_PATH,
     )
 
@@ -557,7 +584,7 @@ def _context(
         channel=request.channel,
         chat_id=request.chat_id,
         peer_kind=request.peer_kind,
-        origin=request.origin,
+        origin=_origin(request),
         provider=request.provider,
         subagent_depth=request.subagent_depth,
         tool_allow=request.tool_allow,
@@ -611,7 +638,7 @@ def _record(
         user_id=request.user_id[:200],
         channel=request.channel[:100],
         chat_id=request.chat_id[:200],
-        origin=request.origin[:20],
+        origin=_origin(request)[:20],
         provider=request.provider[:100],
         subagent_depth=request.subagent_depth,
         actor_kind=actor.kind,

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from apps.audit.models import ToolCall
 from apps.messaging import selectors as topic_tools
 from apps.policy.engine import CallScope
-from apps.runtime import pipeline
+from apps.runtime import caller, pipeline
 from apps.runtime.api import serializers as s
 from apps.runtime.approval_wait import finish_after_decision
 from apps.runtime.selectors import tool_call_list
@@ -32,7 +32,7 @@ DEFAULT_CONTEXT: dict[str, Any] = {
     "chat_id": "",
     "peer_kind": "",
     "provider": "",
-    "origin": "user",
+    "origin": None,  # the caller's own
     "subagent_depth": 0,
     "tool_allow": None,
     "wait": True,
@@ -65,7 +65,10 @@ class ExecuteView(TenantViewMixin, APIView):
     ``TOOLGATE_APPROVAL_TIMEOUT_SECONDS``) without holding a thread or a database connection: the
     route is served by an async view (:meth:`as_view`) that runs this synchronous view, and, when it
     handed back a pending call, awaits the decision and finishes the call. With ``"wait": false`` in
-    the context the answer is 202 with the approval's id at once."""
+    the context the answer is 202 with the approval's id at once.
+
+    The call's origin is its caller's (``apps.runtime.caller``): a context naming another origin, or one
+    of Toolgate's internal channels, is refused with 403 before anything runs or is recorded."""
 
     write_role = Role.MEMBER
 
@@ -166,6 +169,8 @@ class AgentToolsView(TenantViewMixin, APIView):
         query = s.ToolsQueryInput(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         params: dict[str, Any] = query.validated_data
+        # As execute refuses it: a listing must not show what a call could not get.
+        caller.check_channel(actor=self.actor, channel=params["channel"])
         scope = CallScope(
             provider=params["provider"],
             user_id=params["user_id"],

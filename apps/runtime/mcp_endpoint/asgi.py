@@ -9,7 +9,8 @@ Before the SDK:
    like a missing one);
 3. the call scope, from the query string (``user_id``, ``channel``, ``chat_id``, ``provider``,
    ``session_key``, ``subagent_depth``, ``tool_allow``, ``style``), validated like the REST listing's
-   (unknown parameters are refused): 400.
+   (unknown parameters are refused): 400; one of Toolgate's internal channels: 403. There is no
+   origin parameter: calls have the key's origin (:mod:`apps.runtime.caller`).
 
 Errors are JSON-RPC error objects (``id`` null) with Toolgate's error code in ``error.data.code``.
 Only POST is served (405 otherwise): stateless, the endpoint has no stream of its own to offer (GET)
@@ -48,11 +49,12 @@ from rest_framework.serializers import CharField, ChoiceField
 
 from apps.audit import context as request_context
 from apps.policy.engine import CallScope
+from apps.runtime import caller
 from apps.runtime.api.serializers import CallScopeQueryInput
 from apps.runtime.mcp_endpoint import server
 from apps.tenants.access import runtime_agent
 from apps.tenants.authentication import ApiKeyAuthentication
-from apps.tenants.errors import ErrorCode
+from apps.tenants.errors import ErrorCode, Forbidden
 from apps.tools.presentation import STYLES
 
 logger = logging.getLogger("toolgate.request")
@@ -130,6 +132,10 @@ def _identify(
         first = next(iter(details.items()))
         return Refusal(400, ErrorCode.INVALID, f"Invalid query parameter {first[0]}: {first[1][0]}", details)
     params: dict[str, Any] = data.validated_data
+    try:  # the internal channels carry rights in team tools that no request may claim
+        caller.check_channel(actor=actor, channel=params["channel"])
+    except Forbidden as exc:
+        return Refusal(403, exc.code, exc.message, exc.details)
     return server.Caller(
         actor=actor,
         agent=agent,

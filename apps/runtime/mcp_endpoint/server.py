@@ -31,9 +31,10 @@ from apps.tenants.roles import Role
 from apps.tools import listing, presentation
 
 CALLER_KEY = "toolgate.mcp_caller"
-# The origin of every call made over MCP: the REST API's default (``context.origin`` of execute), so an
-# agent's tools and approvals are the same whichever way a client calls.
-ORIGIN = "user"
+# The origin of every call made over MCP: the key's own (``user`` unless an owner restricted the key), as
+# for ``POST /api/v1/runtime/execute``, so an agent's tools and approvals are the same whichever way a
+# client calls. None lets the pipeline derive it from the caller (``apps.runtime.caller``).
+ORIGIN: str | None = None
 MAX_TOOL_NAME_CHARS = 200  # as ``POST /api/v1/runtime/execute`` bounds ``tool``
 META_PREFIX = "toolgate/"
 # Binary content blocks of a result (MCP tools' images and audio) that reach the client as themselves.
