@@ -6,7 +6,9 @@ apply (tenant, agent, channel group) and the call's context; it is what listing,
 ``explain`` all use, so they cannot disagree. The steps, in order:
 
 1. ``profile``: the tenant's profile (``full`` when unset)
-2. ``provider_profile``: the tenant's ``byProvider[provider].profile`` *replaces* step 1 (may widen)
+2. ``provider_profile``: ∩ the tenant's ``byProvider[provider].profile``. GoClaw puts it in place of
+   step 1, which may widen; here it only narrows, because the provider is whatever the request says
+   (SPEC Part A, decisions of 2026-11-27: a request may narrow what its caller gets, never widen it)
 3. ``allow``: ∩ the tenant's allow list, when it is not empty
 4. ``provider_allow``: ∩ the tenant's ``byProvider[provider].allow``
 5. ``agent_allow``: ∩ the agent's allow list
@@ -125,8 +127,8 @@ def evaluate(
 
     allowed = step("profile", universe.profile(str(g.get("profile") or "full")))
     provider_profile = _provider(g, scope.provider).get("profile")
-    if provider_profile:
-        allowed = step("provider_profile", universe.profile(str(provider_profile)))
+    if provider_profile:  # narrows only: the provider is the request's word (module docstring, step 2)
+        allowed = step("provider_profile", allowed & universe.profile(str(provider_profile)))
     for name, spec in (
         ("allow", g.get("allow")),
         ("provider_allow", _provider(g, scope.provider).get("allow")),

@@ -74,17 +74,19 @@ ROWS: dict[str, Row] = {
     "profile coding": Row(CODING, tenant={"profile": "coding"}),
     "profile messaging": Row(MESSAGING, tenant={"profile": "messaging"}),
     "profile minimal": Row({"session_status"}, tenant={"profile": "minimal"}),
-    # a provider profile replaces the tenant's, and may widen it
-    "provider profile widens minimal to full": Row(
-        ALL, tenant={"profile": "minimal", "byProvider": {"openai": {"profile": "full"}}}, provider="openai"
+    # a provider profile narrows the tenant's, never widens it (the provider is the request's word)
+    "provider profile cannot widen minimal to full": Row(
+        {"session_status"},
+        tenant={"profile": "minimal", "byProvider": {"openai": {"profile": "full"}}},
+        provider="openai",
     ),
     "provider profile of another provider": Row(
         {"session_status"},
         tenant={"profile": "minimal", "byProvider": {"openai": {"profile": "full"}}},
         provider="anthropic",
     ),
-    "provider profile narrows coding to messaging": Row(
-        MESSAGING,
+    "provider profile intersects coding with messaging": Row(
+        CODING & MESSAGING,
         tenant={"profile": "coding", "byProvider": {"openai": {"profile": "messaging"}}},
         provider="openai",
     ),
