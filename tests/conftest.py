@@ -15,13 +15,15 @@ from apps.tenants.models import Tenant
 from apps.tenants.roles import Role
 from config import embedded_db
 from tests import factories
+from tests.jail_support import JAIL_PROGRAMS
 from tests.processes import LiveProcesses
 
-# The tests' own MCP servers (tests/mcp/servers, made with the SDK) are programs an operator would
-# install: the jail shows their directory read-only, here and in the processes the tests start.
+# The tests' own MCP servers (tests/mcp/servers, made with the SDK) and the programs tests write for
+# processes they start (JAIL_PROGRAMS) are programs an operator would install: the jail shows their
+# directories read-only, here and in the processes the tests start.
 TEST_PROGRAMS = str(Path(__file__).resolve().parent / "mcp" / "servers")
-os.environ["TOOLGATE_JAIL_RO_PATHS"] = TEST_PROGRAMS
-settings.TOOLGATE_JAIL_RO_PATHS = [TEST_PROGRAMS]
+os.environ["TOOLGATE_JAIL_RO_PATHS"] = f"{TEST_PROGRAMS},{JAIL_PROGRAMS}"
+settings.TOOLGATE_JAIL_RO_PATHS = [TEST_PROGRAMS, str(JAIL_PROGRAMS)]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -81,7 +81,10 @@ def validate(document: Mapping[str, Any]) -> dict[str, list[str]]:
 def split(document: Mapping[str, Any]) -> tuple[dict[str, Any], Changes]:
     """``document`` without its secrets, and what it asks for each secret it names: a value to store
     or None to clear. Paths holding the read shape are left out of both (the stored value stays).
-    Call it on a validated document."""
+    Call it on a validated document; anything but an object is handed back as it is, for the
+    validation to refuse."""
+    if not isinstance(document, Mapping):
+        return document, {}  # type: ignore[return-value]
     public = copy.deepcopy(dict(document))
     changes: Changes = {}
     for path in SECRET_PATHS:

@@ -29,6 +29,7 @@ from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories
 from tests.browser.browser import CHROMIUM, CHROMIUM_ARGS, log_in, shot
+from tests.jail_support import JAIL_PROGRAMS
 from tests.secure_cli.support import TOKEN, fake_cli
 
 pytestmark = [pytest.mark.browser, pytest.mark.live, pytest.mark.django_db(transaction=True)]
@@ -152,7 +153,7 @@ def test_an_admin_registers_gh_from_its_preset_and_test_runs_it(live, tmp_path):
     tenant = factories.make_tenant("globex")
     admin = factories.make_user(tenant, Role.ADMIN, email="admin@globex.test")
     tenant_services.agent_create(actor=Actor.system(tenant), key="coder", name="Coder")
-    gh = fake_cli(tmp_path / "bin")
+    gh = fake_cli(JAIL_PROGRAMS / uuid.uuid4().hex / "bin")  # where daphne's jails see it
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)

@@ -58,7 +58,7 @@ def test_owner_manages_agents_and_keys_and_sees_audit_events_live(live):
 
             # Create an agent; bad settings JSON is reported next to the field first.
             page.get_by_role("link", name="New agent").click()
-            page.get_by_label("Key").fill("support-bot")
+            page.get_by_label("Key", exact=True).fill("support-bot")
             page.get_by_label("Name").fill("Support bot")
             page.get_by_label("Provider").fill("anthropic")
             page.get_by_label("Settings").fill('{"temperature": 0.2,}')

@@ -92,11 +92,11 @@ def test_an_admin_turns_the_sandbox_on_sees_a_container_arrive_and_stops_it(sand
             expect(page.get_by_text("No sandbox containers right now.")).to_be_visible()
 
             # The sandbox goes on for every agent.
-            page.get_by_label("Mode").select_option("all")
-            expect(page.get_by_text("Warning: this opens the container to the network")).to_be_visible()
+            page.get_by_label("Mode").select_option("docker")
+            expect(page.get_by_text("Warning: on lets commands open connections")).to_be_visible()
             page.get_by_role("button", name="Save sandbox settings").click()
             expect(page.get_by_text("Sandbox settings saved.")).to_be_visible()
-            expect(page.get_by_label("Mode")).to_have_value("all")
+            expect(page.get_by_label("Mode")).to_have_value("docker")
 
             watcher.goto("/sandbox/")
             for p in (page, watcher):
@@ -106,7 +106,7 @@ def test_an_admin_turns_the_sandbox_on_sees_a_container_arrive_and_stops_it(sand
             # An agent loop's exec call makes a container; both pages show it without a reload, well
             # before their 10-second poll.
             with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as api:
-                assert api.get("/api/v1/sandbox/").json()["config"]["mode"] == "all"
+                assert api.get("/api/v1/sandbox/").json()["config"]["mode"] == "docker"
                 call = {
                     "agent": "bot",
                     "tool": "exec",
@@ -155,5 +155,5 @@ def test_an_admin_turns_the_sandbox_on_sees_a_container_arrive_and_stops_it(sand
         finally:
             browser.close()
 
-    assert Tenant.objects.get(pk=tenant.pk).settings["sandbox"]["mode"] == "all"
+    assert Tenant.objects.get(pk=tenant.pk).settings["sandbox"]["mode"] == "docker"
     assert not SandboxContainer.objects.for_tenant(tenant).exists()

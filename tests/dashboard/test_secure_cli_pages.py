@@ -25,6 +25,7 @@ from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.tenant_state import tenant_state
+from tests.jail_support import programs_visible_in_jail
 from tests.secure_cli.support import GRANT_TOKEN, TOKEN, USER_TOKEN, fake_cli
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +34,8 @@ TOKENS = (TOKEN, GRANT_TOKEN, USER_TOKEN)
 
 
 @pytest.fixture
-def gh_path(tmp_path: Path) -> Path:
+def gh_path(tmp_path: Path, settings: Any) -> Path:
+    next(programs_visible_in_jail(settings, tmp_path))  # as an operator lists the CLIs' directory
     return fake_cli(tmp_path / "bin")
 
 

@@ -12,7 +12,7 @@ from tests.processes import LiveProcesses
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 READY_TIMEOUT = 30.0
-CHECKS = {"database", "channel_layer", "q2_cluster"}
+CHECKS = {"database", "channel_layer", "q2_cluster", "jail"}
 
 
 def poll_readyz(base_url: str, *, status: int, timeout: float = READY_TIMEOUT) -> dict:

@@ -243,11 +243,22 @@ def test_read_only_and_no_workspace(owner_a, member_a, agent, tenant_a):
     assert "rc=1" in body["for_llm"]
 
 
-def test_disabled_mode_runs_on_the_host(owner_a, member_a, agent, engine):
-    configure(owner_a, mode="off")
+def test_the_container_sandbox_off_runs_in_the_jail_not_on_the_host(owner_a, member_a, agent, engine):
+    configure(owner_a, mode="off")  # saved before the jail existed: read as jail
     body = run(member_a, "hostname")
     assert body["is_error"] is False
-    assert body["for_llm"].splitlines()[0] == socket.gethostname()
+    assert body["for_llm"].splitlines()[0] == "jail"
+    assert containers_of(engine) == []
+
+
+def test_host_mode_runs_on_the_host_only_where_the_operator_allows_it(
+    owner_a, member_a, agent, engine, settings
+):
+    settings.TOOLGATE_ALLOW_HOST_EXEC = True
+    configure(owner_a, mode="host")
+    assert run(member_a, "hostname")["for_llm"].splitlines()[0] == socket.gethostname()
+    settings.TOOLGATE_ALLOW_HOST_EXEC = False  # withdrawn: the stored host mode is read as jail
+    assert run(member_a, "hostname")["for_llm"].splitlines()[0] == "jail"
     assert containers_of(engine) == []
 
 
@@ -255,7 +266,7 @@ def test_non_main_mode_spares_the_main_agent(owner_a, member_a, tenant_a, engine
     services.agent_create(actor=Actor.system(tenant_a), key="main", name="Main")
     services.agent_create(actor=Actor.system(tenant_a), key="helper", name="Helper")
     configure(owner_a, mode="non-main")
-    assert run(member_a, "hostname", agent="main")["for_llm"].splitlines()[0] == socket.gethostname()
+    assert run(member_a, "hostname", agent="main")["for_llm"].splitlines()[0] == "jail"
     assert run(member_a, "hostname", agent="helper")["for_llm"].splitlines()[0] == "sandbox"
 
 
