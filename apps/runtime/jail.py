@@ -387,9 +387,9 @@ class _PidsCgroups:
                 if self._empty(group):
                     self.busy.discard(group)
                     self.idle.append(group)
-            group = self.idle.pop() if self.idle else None
-        if group is None:
-            group = self.base / uuid.uuid4().hex
+            reused = self.idle.pop() if self.idle else None
+        group = reused if reused is not None else self.base / uuid.uuid4().hex
+        if reused is None:
             group.mkdir()
         (group / "pids.max").write_text(str(pids))
         return group

@@ -28,7 +28,7 @@ PUBLIC_IP = "127.0.0.2"
 READERS = ["viewer_a", "member_a", "admin_a", "owner_a"]
 
 
-def brave(key: str = KEY, **extra: Any) -> dict[str, Any]:
+def brave(key: str | None = KEY, **extra: Any) -> dict[str, Any]:
     return {"tools": {"web_search": {"provider": "brave", "api_key": key, **extra}}}
 
 
