@@ -35,6 +35,9 @@ from tests.mcp.live_servers import DEMO
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("mcp_connections")]
 
 SECRET = "tenant B's secret 7f3a"
+# find skips the host's own /usr (read-only in the jail, and holding nothing of Toolgate's) and /proc:
+# crawling them costs seconds and shows nothing about the jail.
+SKIP = r"\( -path /usr -o -path /proc \) -prune -o"
 MARKER = "jail-marker-c41d"
 
 Run = Callable[[str], str]
@@ -148,9 +151,11 @@ def test_another_tenants_workspace_is_out_of_reach(shell_runner, workspace_a, wo
     assert SECRET not in shell_runner(f"cat {relative}/secret.txt 2>&1")
     assert SECRET not in shell_runner(f"cat {_spelled(workspace_b / 'secret.txt')} 2>&1")
     assert SECRET not in shell_runner(
-        "cat ../../../../../../*/*/*/*/*/*/*/secret.txt 2>&1; cat /*/*/*/*/*/*/*/*/*/secret.txt 2>&1"
+        # The globs that reach B's file on the host: up from A's workspace, and down from the root.
+        "cat ../../../../*/agents/*/workspace/secret.txt 2>&1; "
+        f"cat {_spelled(workspace_b.parents[3])}/*/agents/*/workspace/secret.txt 2>&1"
     )
-    found = shell_runner("find / -name secret.txt 2>/dev/null; echo end")
+    found = shell_runner(f"find / {SKIP} -name secret.txt -print 2>/dev/null; echo end")
     assert "secret.txt" not in found
     listed = shell_runner("cd ../../../../../../../..; pwd; ls -a")
     assert str(workspace_b.parent.parent.name) not in listed
@@ -167,11 +172,12 @@ def test_the_data_directory_and_the_database_socket_are_out_of_reach(shell_runne
     names = [entry.name for entry in data_dir.iterdir()]
     assert names  # the data directory holds the database and the secret files
     seen = shell_runner(
-        f"ls -a {_spelled(data_dir)} 2>&1; find / -name 'field_encryption_key' 2>/dev/null; echo end"
+        f"ls -a {_spelled(data_dir)} 2>&1; "
+        f"find / {SKIP} -name 'field_encryption_key' -print 2>/dev/null; echo end"
     )
     assert "field_encryption_key" not in seen
     assert "No such file or directory" in seen
-    sockets = shell_runner("find / -type s 2>/dev/null; echo end")
+    sockets = shell_runner(f"find / {SKIP} -type s -print 2>/dev/null; echo end")
     assert sockets.splitlines()[0] == "end", sockets  # no Unix socket at all: no database, no Docker engine
     socket_dir = embedded_db.data_dir()
     assert ".s.PGSQL" not in shell_runner(f"ls -a {_spelled(socket_dir)} 2>&1")
@@ -299,3 +305,16 @@ def test_a_stdio_mcp_server_with_the_network_on_reaches_it(mcp_probe, tenant_a, 
     mcp_services.server_update(actor=Actor.system(tenant_a), server=server, network=True)
     mcp_client.refresh(MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk))
     assert mcp_probe("whoami", host="127.0.0.1", port=listener) == f"uid={jail.UID} reached=yes"
+
+
+@pytest.mark.parametrize("shell_runner", ["exec"], indirect=True)
+def test_on_the_host_the_same_commands_reach_the_other_tenant(
+    shell_runner, owner_a, workspace_a, workspace_b, settings
+):
+    """The commands above are not refused by a filter: where the operator allows mode host, they reach
+    tenant B's file, so what stops them in the default mode is the jail."""
+    settings.TOOLGATE_ALLOW_HOST_EXEC = True
+    response = owner_a.patch("/api/v1/tenant/", {"settings": {"sandbox": {"mode": "host"}}}, format="json")
+    assert response.status_code == 200, response.content
+    assert SECRET in shell_runner("cat ../../../../*/agents/*/workspace/secret.txt 2>&1")
+    assert SECRET in shell_runner(f"cat {_spelled(workspace_b / 'secret.txt')} 2>&1")
