@@ -39,6 +39,7 @@ is no fallback to the host. :func:`status` tells ``/readyz`` and the dashboard w
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -146,11 +147,15 @@ def read_only_paths() -> list[str]:
     """Directories bound read-only at their own paths besides the system's: Toolgate's Python (so MCP
     servers written against the installed SDK run) and ``TOOLGATE_JAIL_RO_PATHS``. Never anything
     under the data directory or the workspace root."""
-    candidates = [sys.prefix, sys.base_prefix, *settings.TOOLGATE_JAIL_RO_PATHS]
-    forbidden = [
-        Path(os.path.realpath(settings.TOOLGATE_DATA_DIR)),
-        Path(os.path.realpath(_workspace_root())),
-    ]
+    listed = (*settings.TOOLGATE_JAIL_RO_PATHS,)
+    return list(_read_only_paths(listed, str(settings.TOOLGATE_DATA_DIR), _workspace_root()))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_only_paths(listed: tuple[str, ...], data_dir: str, workspace_root: str) -> tuple[str, ...]:
+    """:func:`read_only_paths` for one configuration, resolved once (every jail asks for it)."""
+    candidates = [sys.prefix, sys.base_prefix, *listed]
+    forbidden = [Path(os.path.realpath(data_dir)), Path(os.path.realpath(workspace_root))]
     result: list[str] = []
     for candidate in candidates:
         real = Path(os.path.realpath(candidate))
@@ -165,7 +170,7 @@ def read_only_paths() -> list[str]:
             continue
         if str(real) not in result:
             result.append(str(real))
-    return result
+    return tuple(result)
 
 
 def _workspace_root() -> str:
