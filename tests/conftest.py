@@ -16,7 +16,7 @@ from apps.tenants.roles import Role
 from config import embedded_db
 from tests import factories
 from tests.jail_support import JAIL_PROGRAMS
-from tests.processes import LiveProcesses
+from tests.processes import LiveProcesses, stop_every_cluster
 
 # The tests' own MCP servers (tests/mcp/servers, made with the SDK) and the programs tests write for
 # processes they start (JAIL_PROGRAMS) are programs an operator would install: the jail shows their
@@ -113,3 +113,12 @@ def live(django_db_setup: None) -> Iterator[LiveProcesses]:
     processes = LiveProcesses(db_name=connection.settings_dict["NAME"])
     yield processes
     processes.stop_all()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_cluster_left_to_other_modules() -> Iterator[None]:
+    """The session's cluster is stopped when a module that used it ends (the next ``qcluster()`` starts
+    a new one): left idle, it would take the jobs that a later transactional test enqueues and runs by
+    hand, and run them a second time."""
+    yield
+    stop_every_cluster()

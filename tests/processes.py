@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+_STARTED: list[LiveProcesses] = []
 
 
 def free_port() -> int:
@@ -34,6 +35,7 @@ class LiveProcesses:
         self._qcluster: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.logs: dict[str, Path] = {}
+        _STARTED.append(self)
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -113,6 +115,12 @@ class LiveProcesses:
         """Stop the cluster (the next :meth:`qcluster` starts a new one): for a test that needs its own
         cluster with another environment, which must be the only one taking jobs from the database."""
         _stop(self._qcluster)
+
+
+def stop_every_cluster() -> None:
+    """Stop the cluster of every instance made in this test process (their daphnes stay up)."""
+    for processes in _STARTED:
+        processes.stop_qcluster()
 
 
 def _stop(process: subprocess.Popen[bytes] | None) -> None:
