@@ -521,9 +521,13 @@ def launch(jail: Jail, argv: Sequence[str], *, cwd: str) -> Launch:
             f"the jail's process limit could not be set up ({error.strerror or error})"
         ) from error
     # Toolgate's own fixed trampoline (no tenant input in the script): it moves itself into the jail's
-    # pids cgroup, then becomes prlimit, which becomes bubblewrap.
-    script = 'echo "$$" > "$0" && exec "$@"'
-    return Launch(["/bin/sh", "-c", script, str(group / "cgroup.procs"), *wrapped], cgroup=group)
+    # pids cgroup, then becomes prlimit, which becomes bubblewrap. It writes "0" (itself), and on
+    # cgroup v1 to ``tasks``: moving the calling thread alone does not take the kernel's lock over
+    # every thread group, which moving a process by pid does and which costs an RCU grace period
+    # (about 10 ms a jail here). The shell has one thread, so the whole process moves.
+    script = 'echo 0 > "$0" && exec "$@"'
+    target = group / ("tasks" if _cgroups.version == 1 else "cgroup.procs")
+    return Launch(["/bin/sh", "-c", script, str(target), *wrapped], cgroup=group)
 
 
 def run(
