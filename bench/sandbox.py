@@ -17,7 +17,7 @@ differs. The sandbox has its defaults (session scope, 512 MB, 1 CPU, no network,
   The jail's goal: a median at most 2x the host's and at most 0.3x the warm container's.
 * cold: the first call of a session, which creates and starts the container (removed before each run).
 * layers, for ``echo hi``: the host runner alone (``run_command``), the jail alone (``jail.run``:
-  prlimit, bubblewrap's namespaces and mounts), the engine's own exec (create, start, inspect; no
+  the limits, bubblewrap's namespaces and mounts), the engine's own exec (create, start, inspect; no
   wrapper), and ``manager.run`` (the wrapper with ``setsid``, the reading thread, the use count), so
   the difference between the tool's figures can be put where it belongs.
 
@@ -251,7 +251,7 @@ def _measure(
 
     calls: list[tuple[str, Callable[[], None]]] = [
         ("host: run_command (sh -c in its own process group)", host_runner),
-        ("jail: jail.run (prlimit, bubblewrap, sh -c)", jail_runner),
+        ("jail: jail.run (limits, bubblewrap, sh -c)", jail_runner),
         ("engine: exec create + start + inspect, no wrapper", engine_exec),
         ("engine: the same with the manager's setsid wrapper", engine_exec_wrapped),
         ("manager.run: wrapper (setsid), reader thread, use count", manager_run),

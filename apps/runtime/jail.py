@@ -10,9 +10,9 @@ started by Toolgate with an explicit argument list, never through a shell. Insid
   the loader cache, certificates, time zone). ``/etc/shadow``, ``/etc/ssl/private`` and the like are
   not there. Toolgate's own Python (its prefixes outside ``/usr``) and the directories an operator
   lists in ``TOOLGATE_JAIL_RO_PATHS`` are bound read-only too, at their own paths.
-* ``/tmp`` and ``/var/tmp`` are private, size-bounded tmpfs; ``/dev`` is a minimal one; ``/proc`` belongs
-  to a new pid namespace, so it shows the jail's own processes and nothing of Toolgate's (no
-  ``/proc/<toolgate pid>/environ``).
+* ``/tmp`` is a private, size-bounded tmpfs (``/var/tmp`` links to it); ``/dev`` is a minimal one;
+  ``/proc`` belongs to a new pid namespace, so it shows the jail's own processes and nothing of
+  Toolgate's (no ``/proc/<toolgate pid>/environ``).
 * Not visible at all: ``TOOLGATE_DATA_DIR`` (the database, its socket, secret files), every other
   workspace, the Docker socket, the project's code, and Toolgate's environment (the process gets only
   the environment the caller builds for it).
@@ -22,7 +22,9 @@ started by Toolgate with an explicit argument list, never through a shell. Insid
 * The network is a new, empty namespace (loopback only, nothing listens) unless the caller turns it on;
   "on" shares the host's network: the process can open connections like Toolgate itself, to the
   internet and to services on the host's addresses.
-* Limits (``prlimit``): CPU seconds, address space, file size, open files and processes. The process
+* Limits: CPU seconds, address space, file size, open files and processes, set as hard limits by a
+  fixed ``/bin/sh`` trampoline's ``ulimit`` before it becomes bubblewrap (``prlimit`` instead when the
+  shell's ``ulimit`` is not the one verified at start-up). The process
   limit is ``RLIMIT_NPROC``, counted per jail (its own user namespace); when Toolgate itself runs as
   root the kernel does not apply that limit, so a ``pids`` cgroup per jail is used instead where one
   can be made (cgroup v1 or v2). The caller adds its wall-clock timeout and output caps
@@ -62,7 +64,7 @@ WORKDIR = "/workspace"
 UID = 65534  # "nobody": the jail's user inside its namespace
 GID = 65534
 HOSTNAME = "jail"
-TMPFS_BYTES = 256 * 1024 * 1024  # each of /tmp and /var/tmp
+TMPFS_BYTES = 256 * 1024 * 1024  # the jail's /tmp (and /var/tmp, a link to it)
 # The processes bubblewrap itself runs inside the jail's limit (its monitor and the namespace's init).
 BWRAP_PROCESSES = 3
 # The entries of /etc bound read-only when they exist: what programs need to run, and nothing that
@@ -73,9 +75,10 @@ ETC_ENTRIES = (
     "alternatives", "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "mime.types",
     "magic", "magic.mime", "os-release", "debian_version", "locale.alias", "terminfo", "inputrc",
 )  # fmt: skip
-# Of those, the ones the system may rewrite while Toolgate runs: bound live. The others are copied once
-# per process into a directory of their own and bound as the jail's /etc in one mount (a mount per
-# entry costs bubblewrap several milliseconds a jail).
+# Of those, the ones the system may rewrite while Toolgate runs: their copies are refreshed whenever the
+# original changes (checked before every jail). All are copied once per process into a directory of
+# their own and bound as the jail's /etc in one mount (a mount per entry costs bubblewrap a fraction of
+# a millisecond each, on every command).
 ETC_LIVE = ("hosts", "resolv.conf", "ld.so.cache")
 # Top-level directories that are links into /usr on merged-/usr systems, or directories of their own.
 ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -129,6 +132,7 @@ class Status:
     bwrap: str = ""
     version: str = ""
     pids_limit: str = ""  # "rlimit", "cgroup", or "" when it cannot be enforced here
+    nproc_flag: str = ""  # /bin/sh's ulimit option for processes ("-u" or "-p"); "" to use prlimit
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -179,16 +183,62 @@ def _workspace_root() -> str:
 
 _etc_lock = threading.Lock()
 _etc_copy: tuple[int, Path] | None = None  # (the process that made it, the directory)
+_etc_seen: dict[str, tuple[int, int, int]] = {}  # live entry -> (inode, size, mtime) of the copied file
+_binds: tuple[int, Path | None, tuple[str, ...]] | None = None  # (process, its /etc copy, the arguments)
+
+
+def _copy_entry(source: Path, destination: Path) -> None:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_dir() and not source.is_symlink():
+        shutil.copytree(source, destination, symlinks=True)
+    else:
+        shutil.copy2(source, destination, follow_symlinks=False)
+
+
+def _file_key(path: Path) -> tuple[int, int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def _refresh_live(target: Path) -> None:
+    """Copy again each of :data:`ETC_LIVE` that changed on the host since it was copied (a new file
+    renamed into place, so a jail that is reading the old one keeps it whole)."""
+    for entry in ETC_LIVE:
+        source = Path("/etc") / entry
+        key = _file_key(source)
+        if key == _etc_seen.get(entry):
+            continue
+        destination = target / entry
+        if key is None:
+            destination.unlink(missing_ok=True)
+        else:
+            fresh = target / f".{entry}.new"
+            shutil.copyfile(source, fresh)
+            fresh.chmod(0o644)
+            fresh.replace(destination)
+        if key is None:
+            _etc_seen.pop(entry, None)
+        else:
+            _etc_seen[entry] = key
 
 
 def _jail_etc() -> Path | None:
-    """This process's copy of the /etc entries of :data:`ETC_ENTRIES` (less :data:`ETC_LIVE`), made on
-    first use under ``TOOLGATE_DATA_DIR/jail-etc/<pid>/``; None when it cannot be made (the entries are
-    then bound one by one)."""
+    """This process's copy of the /etc entries of :data:`ETC_ENTRIES`, made on first use under
+    ``TOOLGATE_DATA_DIR/jail-etc/<pid>/`` (with :data:`ETC_LIVE` copied again when they change); None
+    when it cannot be made (the entries are then bound one by one)."""
     global _etc_copy
     with _etc_lock:
-        if _etc_copy is not None and _etc_copy[0] == os.getpid() and _etc_copy[1].is_dir():
-            return _etc_copy[1]
+        if _etc_copy is not None and _etc_copy[0] == os.getpid():
+            try:
+                _refresh_live(_etc_copy[1])
+                return _etc_copy[1]
+            except OSError:
+                logger.warning(
+                    "jail: the copy of /etc could not be refreshed; it is made again", exc_info=True
+                )
         parent = Path(settings.TOOLGATE_DATA_DIR) / "jail-etc"
         target = parent / str(os.getpid())
         try:
@@ -198,19 +248,12 @@ def _jail_etc() -> Path | None:
                     shutil.rmtree(old, ignore_errors=True)
             shutil.rmtree(target, ignore_errors=True)
             target.mkdir(mode=0o755)
+            _etc_seen.clear()
             for entry in ETC_ENTRIES:
                 source = Path("/etc") / entry
-                destination = target / entry
-                if entry in ETC_LIVE:
-                    destination.touch()  # where the live file is bound
-                    continue
-                if not (source.exists() or source.is_symlink()):
-                    continue
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                if source.is_dir() and not source.is_symlink():
-                    shutil.copytree(source, destination, symlinks=True)
-                else:
-                    shutil.copy2(source, destination, follow_symlinks=False)
+                if entry not in ETC_LIVE and (source.exists() or source.is_symlink()):
+                    _copy_entry(source, target / entry)
+            _refresh_live(target)
         except OSError:
             logger.warning("jail: /etc could not be copied; its entries are bound one by one", exc_info=True)
             return None
@@ -219,6 +262,11 @@ def _jail_etc() -> Path | None:
 
 
 def _system_binds() -> list[str]:
+    """The system's directories and /etc (worked out once per process; the /etc copy is kept fresh)."""
+    global _binds
+    etc = _jail_etc()
+    if _binds is not None and _binds[0] == os.getpid() and _binds[1] == etc:
+        return list(_binds[2])
     args = ["--ro-bind", "/usr", "/usr"]
     for name in ROOT_LINKS:
         path = Path("/") / name
@@ -226,14 +274,12 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
-    etc = _jail_etc()
     if etc is not None:
         args += ["--ro-bind", str(etc), "/etc"]
-        entries: tuple[str, ...] = ETC_LIVE
     else:
-        entries = ETC_ENTRIES
-    for entry in entries:
-        args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+        for entry in ETC_ENTRIES:
+            args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    _binds = (os.getpid(), etc, tuple(args))
     return args
 
 
@@ -251,7 +297,7 @@ def bwrap_args(jail: Jail, *, cwd: str, bwrap: str) -> list[str]:
     args += _system_binds()
     args += ["--proc", "/proc", "--dev", "/dev"]
     args += ["--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]  # noqa: S108 - the jail's private tmpfs
-    args += ["--size", str(TMPFS_BYTES), "--tmpfs", "/var/tmp"]  # noqa: S108
+    args += ["--symlink", "../tmp", "/var/tmp"]  # noqa: S108 - the same tmpfs, without a mount of its own
     # After the tmpfs mounts, so a listed directory under /tmp is not hidden by them.
     for path in read_only_paths():
         args += ["--ro-bind", path, path]
@@ -276,6 +322,57 @@ def _prlimit_args(limits: Limits, *, prlimit: str, use_nproc: bool) -> list[str]
     if use_nproc:
         args.append(f"--nproc={limits.pids + BWRAP_PROCESSES}")
     return [*args, "--"]
+
+
+def _ulimit_script(limits: Limits, *, nproc_flag: str, use_nproc: bool) -> str:
+    """The shell commands that set ``limits`` (hard and soft: ``ulimit`` without -H/-S sets both); only
+    integers of Toolgate's own go into it. ``ulimit -f`` counts 512-byte blocks and ``-v`` KiB in every
+    POSIX shell; :func:`_shell_nproc_flag` verified them on this machine."""
+    commands = [
+        f"ulimit -t {int(limits.cpu_seconds)}",
+        f"ulimit -v {int(limits.address_space_mb) * 1024}",
+        f"ulimit -f {int(limits.file_size_mb) * 2048}",
+        f"ulimit -n {int(limits.open_files)}",
+        "ulimit -c 0",
+    ]
+    if use_nproc:
+        commands.append(f"ulimit {nproc_flag} {int(limits.pids) + BWRAP_PROCESSES}")
+    return " && ".join(commands)
+
+
+def _shell_nproc_flag() -> str:
+    """The option of ``/bin/sh``'s ``ulimit`` for processes ("-u" in bash and busybox, "-p" in dash),
+    once every limit it sets has been read back from ``/proc/self/limits``; "" when none works (the
+    limits are then set with ``prlimit``)."""
+    probe = Limits(cpu_seconds=7, address_space_mb=70, pids=96, file_size_mb=3, open_files=77)
+    expected = {
+        "Max cpu time": "7",
+        "Max address space": str(70 * 1024 * 1024),
+        "Max file size": str(3 * 1024 * 1024),
+        "Max open files": "77",
+        "Max core file size": "0",
+        "Max processes": str(96 + BWRAP_PROCESSES),
+    }
+    cat = shutil.which("cat") or "/bin/cat"
+    for flag in ("-u", "-p"):
+        script = _ulimit_script(probe, nproc_flag=flag, use_nproc=True) + ' && exec "$0" /proc/self/limits'
+        try:
+            result = subprocess.run(  # Toolgate's own fixed script, no tenant input
+                ["/bin/sh", "-c", script, cat], capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        if result.returncode != 0:
+            continue
+        seen = {}
+        for line in result.stdout.splitlines():
+            for name in expected:
+                if line.startswith(name + " "):
+                    seen[name] = line[len(name) :].split()[:2]
+        if all(seen.get(name) == [value, value] for name, value in expected.items()):
+            return flag
+    logger.info("jail: /bin/sh's ulimit could not be verified; limits are set with prlimit")
+    return ""
 
 
 # --- the process limit when Toolgate runs as root -----------------------------------------------------
@@ -462,7 +559,7 @@ def _probe() -> Status:
                 "jail: Toolgate runs as root and no pids cgroup can be made, so the jails' process limit "
                 "is not enforced; run Toolgate as an unprivileged user or delegate a pids cgroup to it"
             )
-    return Status(True, bwrap=bwrap, version=version, pids_limit=pids)
+    return Status(True, bwrap=bwrap, version=version, pids_limit=pids, nproc_flag=_shell_nproc_flag())
 
 
 def status(*, refresh: bool = False) -> Status:
@@ -506,28 +603,34 @@ def launch(jail: Jail, argv: Sequence[str], *, cwd: str) -> Launch:
     """The argv that runs the program ``argv`` (no shell of ours) in ``jail`` with ``cwd`` (a path
     inside the jail). Raises :class:`JailUnavailable` when jails cannot be made here."""
     current = check()
-    prlimit = shutil.which("prlimit") or "prlimit"
-    wrapped = [
-        *_prlimit_args(jail.limits, prlimit=prlimit, use_nproc=current.pids_limit == "rlimit"),
-        *bwrap_args(jail, cwd=cwd, bwrap=current.bwrap),
-        *argv,
-    ]
-    if current.pids_limit != "cgroup":
-        return Launch(wrapped)
-    try:
-        group = _cgroups.acquire(jail.limits.pids + BWRAP_PROCESSES)
-    except OSError as error:
-        raise JailUnavailable(
-            f"the jail's process limit could not be set up ({error.strerror or error})"
-        ) from error
-    # Toolgate's own fixed trampoline (no tenant input in the script): it moves itself into the jail's
-    # pids cgroup, then becomes prlimit, which becomes bubblewrap. It writes "0" (itself), and on
-    # cgroup v1 to ``tasks``: moving the calling thread alone does not take the kernel's lock over
-    # every thread group, which moving a process by pid does and which costs an RCU grace period
-    # (about 10 ms a jail here). The shell has one thread, so the whole process moves.
-    script = 'echo 0 > "$0" && exec "$@"'
-    target = group / ("tasks" if _cgroups.version == 1 else "cgroup.procs")
-    return Launch(["/bin/sh", "-c", script, str(target), *wrapped], cgroup=group)
+    use_nproc = current.pids_limit == "rlimit"
+    jailed = [*bwrap_args(jail, cwd=cwd, bwrap=current.bwrap), *argv]
+    group: Path | None = None
+    if current.pids_limit == "cgroup":
+        try:
+            group = _cgroups.acquire(jail.limits.pids + BWRAP_PROCESSES)
+        except OSError as error:
+            raise JailUnavailable(
+                f"the jail's process limit could not be set up ({error.strerror or error})"
+            ) from error
+    # Toolgate's own fixed trampoline (no tenant input in the script, only its integers): it moves
+    # itself into the jail's pids cgroup, sets the limits, then becomes bubblewrap. It writes "0"
+    # (itself), and on cgroup v1 to ``tasks``: moving the calling thread alone does not take the
+    # kernel's lock over every thread group, which moving a process by pid does and which costs an RCU
+    # grace period (about 10 ms a jail here). The shell has one thread, so the whole process moves.
+    steps = []
+    if group is not None:
+        steps.append('echo 0 > "$0"')
+    if current.nproc_flag:
+        steps.append(_ulimit_script(jail.limits, nproc_flag=current.nproc_flag, use_nproc=use_nproc))
+    else:
+        prlimit = shutil.which("prlimit") or "prlimit"
+        jailed = [*_prlimit_args(jail.limits, prlimit=prlimit, use_nproc=use_nproc), *jailed]
+    if not steps:
+        return Launch(jailed)
+    target = "sh" if group is None else str(group / ("tasks" if _cgroups.version == 1 else "cgroup.procs"))
+    script = " && ".join([*steps, 'exec "$@"'])
+    return Launch(["/bin/sh", "-c", script, target, *jailed], cgroup=group)
 
 
 def run(

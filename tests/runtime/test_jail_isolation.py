@@ -9,6 +9,7 @@ them is the jail, not a filter."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import threading
@@ -255,6 +256,33 @@ def test_the_network_is_off_by_default_and_an_admin_may_turn_it_on(
 def test_a_fork_bomb_meets_the_process_limit(shell_runner):
     out = shell_runner("for i in $(seq 400); do sleep 3 & done 2>&1 | tail -1; echo done")
     assert "fork" in out.lower() or "resource" in out.lower(), out
+
+
+@pytest.fixture(params=["shell", "prlimit"])
+def limits_setter(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The limits set by the trampoline's ``ulimit`` (verified at start-up), or by ``prlimit`` where the
+    shell's could not be verified."""
+    if request.param == "prlimit":
+        monkeypatch.setattr(jail, "_status", dataclasses.replace(jail.status(), nproc_flag=""))
+    return str(request.param)
+
+
+@pytest.mark.parametrize("shell_runner", KINDS, indirect=True)
+def test_the_tenants_limits_hold_in_the_jail_and_cannot_be_raised(shell_runner, owner_a, limits_setter):
+    limits = {"cpu_seconds": 41, "address_space_mb": 1500, "file_size_mb": 7, "open_files": 300}
+    response = owner_a.patch("/api/v1/tenant/", {"settings": {"sandbox": limits}}, format="json")
+    assert response.status_code == 200, response.content
+    out = shell_runner("cat /proc/self/limits; ulimit -n 4096 2>&1 || echo raise-refused")
+    rows = {line[:26].strip(): line[26:].split()[:2] for line in out.splitlines() if line.startswith("Max ")}
+    assert rows["Max cpu time"] == ["41", "41"]
+    assert rows["Max address space"] == [str(1500 * 1024 * 1024)] * 2
+    assert rows["Max file size"] == [str(7 * 1024 * 1024)] * 2
+    assert rows["Max open files"] == ["300", "300"]
+    assert rows["Max core file size"] == ["0", "0"]
+    assert "raise-refused" in out  # hard limits: the jailed process cannot lift them
+    too_big = shell_runner("head -c 9000000 /dev/zero > big.bin; echo rc=$?; wc -c < big.bin")
+    lines = too_big.splitlines()
+    assert lines[0] != "rc=0" and lines[1].strip() == str(7 * 1024 * 1024), too_big  # SIGXFSZ at 7 MiB
 
 
 # --- a stdio MCP server ------------------------------------------------------------------------------
