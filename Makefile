@@ -26,6 +26,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	TOOLGATE_EMBEDDED_DB_AUTOSTART=0 $(BIN)/mypy .
+	$(BIN)/lint-imports --no-logo
 
 format: $(STAMP)
 	$(BIN)/ruff format .
