@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.shared.exceptions import MCPError
 
 from apps.mcp_grants import access, client, naming, search_mode
-from apps.mcp_grants.models import MCPServer, MCPServerTool
+from apps.mcp_grants.models import AgentGrant, MCPServer, MCPServerTool
 from apps.runtime.providers import ExternalTool, ToolRefused
 from apps.runtime.results import ToolResult
 from apps.tenants.models import Agent, Tenant
@@ -117,6 +117,36 @@ def target(tenant: Tenant, agent: Agent, user_id: str, name: str) -> Target:
     raise ToolRefused("server_not_accessible", f"{name}: no accessible MCP server provides this tool.")
 
 
+def not_granted(tenant: Tenant, agent: Agent, user_id: str, name: str) -> str | None:
+    """Why ``name``, a tool discovered on one of the tenant's enabled MCP servers, is not this agent's
+    (for ``user_id``), and how to ask for it; None when ``name`` is no such tool or the agent has it."""
+    if naming.split(name) is None or name in _reachable(tenant, agent, user_id).targets:
+        return None
+    servers = list(MCPServer.objects.for_tenant(tenant).filter(enabled=True))
+    found = naming.parse(name, servers)
+    if found is None:
+        return None
+    server, tool = found
+    if not MCPServerTool.objects.for_tenant(tenant).filter(server=server, name=tool).exists():
+        return None
+    agent_grant = (
+        AgentGrant.objects.for_tenant(tenant).filter(server=server, agent_id=agent.pk, enabled=True).first()
+    )
+    ask = f'with POST /api/v1/mcp/requests/ {{"server": "{server.name}", '
+    if agent_grant is None:
+        return (
+            f"agent {agent.key!r} has no grant for MCP server {server.name!r}. A member can request access "
+            f'{ask}"scope": "agent", "agent": "{agent.key}", "tool_allow": ["{tool}"], "reason": "..."}}'
+        )
+    if not access.is_tool_allowed(tool, *agent_grant.filters()):
+        return f"the grant for MCP server {server.name!r} leaves out the tool {tool!r}"
+    return (
+        f"the grant of user {user_id!r} for MCP server {server.name!r} does not include the tool {tool!r}. "
+        f'A member can request access {ask}"scope": "user", "user_id": "{user_id}", '
+        f'"tool_allow": ["{tool}"], "reason": "..."}}'
+    )
+
+
 def reachable_names(tenant: Tenant, agent: Agent, user_id: str) -> list[str]:
     """The registered names of every MCP tool ``agent`` may call for ``user_id`` now."""
     return sorted(_reachable(tenant, agent, user_id).targets)
@@ -142,6 +172,9 @@ class MCPProvider:
         if search_mode.TOOL_NAME in names:
             found = sorted([*found, search_mode.DEFINITION], key=lambda d: str(d["name"]))
         return found
+
+    def not_granted(self, tenant: Tenant, agent: Agent, user_id: str, name: str) -> str | None:
+        return not_granted(tenant, agent, user_id, name)
 
     def resolve(self, tenant: Tenant, agent: Agent, user_id: str, name: str) -> ExternalTool:
         if name == search_mode.TOOL_NAME:

@@ -140,6 +140,9 @@ def run(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         return ToolResult.error(f"limit must be a whole number from 1 to {MAX_LIMIT}.")
     names = reachable_names(ctx.tenant, ctx.agent, ctx.user_id)
+    if ctx.allowed is not None:  # never offer (or activate) what the policy takes from this call
+        permitted = set(ctx.allowed)
+        names = [name for name in names if name in permitted]
     found = rank(query, definitions(ctx.tenant, names), limit)
     if not found:
         return ToolResult.ok(

@@ -34,6 +34,9 @@ class CallContext:
     provider: str = ""
     subagent_depth: int = 0
     tool_allow: tuple[str, ...] | None = None
+    # The tools this call may use: the policy's, ∩ the channel topic's list, ∩ ``tool_allow`` (the
+    # pipeline's; None for a context built elsewhere, which then has no such bound).
+    allowed: tuple[str, ...] | None = None
     # Effective per-tool settings (tenant overlaid by agent): {"exec": {...}, "web_search": {...}}
     tool_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Deny groups an exec approval lifted for this one call (only "package_install" can be).

@@ -34,6 +34,7 @@ import jsonschema
 
 from apps.audit import context as request_context
 from apps.audit.models import ToolCall
+from apps.messaging.selectors import topic_tool_allow
 from apps.policy import approvals, engine
 from apps.policy.approvals import Verdict
 from apps.policy.engine import CallScope, Resolved
@@ -209,7 +210,13 @@ class _Call:
                 subagent_depth=request.subagent_depth,
             ),
         )
+        # The final list: the policy's, ∩ the channel topic's allow list (``groupToolAllow``) when the
+        # call's channel and chat have one, ∩ the request's own. Every transport gets it from here.
         self.allowed = self.policy.allowed(request.tool_allow)
+        topic = topic_tool_allow(tenant, request.channel, request.chat_id)
+        if topic is not None:
+            in_topic = set(self.policy.allowed(topic))
+            self.allowed = [name for name in self.allowed if name in in_topic]
         self.scrubber = Scrubber([*secrets[0].values(), *secrets[1].values()])
         self.name, self.args = request.tool, request.args
         self.resolved = ""
@@ -268,6 +275,13 @@ class _Call:
         if tool_name is None and self.name in self.policy.universe.names:
             tool_name = self.name  # a tool of a provider (MCP, custom tools) this agent reaches
         if tool_name is None:
+            from apps.runtime import providers
+
+            why = providers.not_granted(self.actor.tenant, request.agent, request.user_id, self.name)
+            if why is not None:  # the tenant has it, this agent was not granted it: say how to ask
+                return self.finish(
+                    Decision.DENIED, ToolResult.error(f"tool not allowed by policy: {self.name}: {why}.")
+                )
             allowed = self.allowed
             hint = correction(self.name, allowed, strap=request.style == "strap")
             available = (
@@ -296,6 +310,7 @@ class _Call:
             scrubber=self.scrubber,
             settings=self.settings,
             policy=self.policy,
+            allowed=self.allowed,
         )
         verdict = _approval(self)
         if verdict is None or verdict.decision == approvals.ALLOW:
@@ -568,6 +583,7 @@ def _context(
     scrubber: Any,
     settings: Mapping[str, Any],
     policy: Resolved,
+    allowed: Sequence[str],
 ) -> CallContext:
     from apps.runtime.workspace import workspace_for
 
@@ -588,6 +604,7 @@ def _context(
         provider=request.provider,
         subagent_depth=request.subagent_depth,
         tool_allow=request.tool_allow,
+        allowed=tuple(allowed),
         tool_settings=_tool_settings(settings["tools"], policy),
         sandbox=settings["sandbox"],
     )

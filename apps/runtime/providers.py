@@ -72,6 +72,15 @@ def listed(names: list[str], *, tenant: Tenant, agent: Agent, user_id: str, sess
     return names
 
 
+def not_granted(tenant: Tenant, agent: Agent, user_id: str, name: str) -> str | None:
+    """Why ``name``, a tool the tenant has but ``agent`` (for ``user_id``) was not granted, cannot be
+    called, and how access is asked for; None when no provider knows it so (an unknown name). A
+    provider with a ``not_granted`` method answers for its own names."""
+    provider = provider_for(name)
+    explain = getattr(provider, "not_granted", None)
+    return explain(tenant, agent, user_id, name) if explain is not None else None
+
+
 def definitions(tenant: Tenant, names: Iterable[str], agent: Agent | None = None) -> list[dict[str, Any]]:
     """The definitions of these non-catalog ``names``, from their providers (one batch each); with
     ``agent``, the definitions that agent gets (a provider may serve one name differently per agent)."""

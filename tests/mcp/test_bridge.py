@@ -137,12 +137,20 @@ def test_grants_decide_at_call_time(tenant_a, member_a):
     assert "mcp_demo__fail" not in listed(member_a)
     refused = call(member_a, "mcp_demo__fail", {"message": "x"})
     assert refused["is_error"]
-    assert refused["for_llm"].startswith("unknown tool: mcp_demo__fail")
+    assert refused["for_llm"] == (
+        "tool not allowed by policy: mcp_demo__fail: the grant for MCP server 'demo' leaves out the tool "
+        "'fail'."
+    )
 
     # a user grant narrows for that user only; a disabled one vetoes the whole server for them
     services.user_grant_set(actor=system, server=server, user_id="alice", tool_allow=["echo"])
     assert {n for n in listed(member_a, user_id="alice") if n.startswith("mcp_")} == {"mcp_demo__echo"}
-    assert call(member_a, "mcp_demo__pid", user_id="alice")["is_error"]
+    refused = call(member_a, "mcp_demo__pid", user_id="alice")
+    assert refused["is_error"]
+    assert refused["for_llm"].startswith(
+        "tool not allowed by policy: mcp_demo__pid: the grant of user 'alice' for MCP server 'demo' does "
+        "not include the tool 'pid'. A member can request access with POST /api/v1/mcp/requests/ "
+    )
     assert not call(member_a, "mcp_demo__pid", user_id="bob")["is_error"]
     services.user_grant_set(actor=system, server=server, user_id="alice", enabled=False)
     assert not [n for n in listed(member_a, user_id="alice") if n.startswith("mcp_")]
@@ -150,7 +158,15 @@ def test_grants_decide_at_call_time(tenant_a, member_a):
 
     grant = services.agent_grant_set(actor=system, server=server, agent=agent)
     services.grant_delete(actor=system, grant=grant)
-    assert call(member_a, "mcp_demo__echo", {"text": "x"})["for_llm"].startswith("unknown tool")
+    # no grant at all: not "unknown", but not granted, and how to ask for it
+    refused = call(member_a, "mcp_demo__echo", {"text": "x"})
+    assert refused["is_error"]
+    assert refused["for_llm"] == (
+        "tool not allowed by policy: mcp_demo__echo: agent 'bot' has no grant for MCP server 'demo'. A "
+        'member can request access with POST /api/v1/mcp/requests/ {"server": "demo", "scope": "agent", '
+        '"agent": "bot", "tool_allow": ["echo"], "reason": "..."}.'
+    )
+    assert call(member_a, "mcp_demo__nosuchtool", {})["for_llm"].startswith("unknown tool")
 
 
 def test_a_killed_server_is_reported_then_reconnected(tenant_a, member_a):

@@ -18,6 +18,7 @@ import pytest
 from apps.audit.models import ToolCall
 from apps.mcp_grants import services as mcp_services
 from apps.mcp_grants.models import MCPServerTool
+from apps.messaging import services as messaging_services
 from apps.policy.approval_models import PendingApproval
 from apps.runtime.workspace import workspace_for
 from apps.tenants import services
@@ -207,6 +208,30 @@ def test_tools_outside_the_list_are_refused_and_never_run(base, tenant_a, agent,
         ("delete_everything", "unknown"),
         ("datetime", "invalid"),
     ]
+
+
+def test_a_channel_topics_allow_list_holds_over_mcp_as_over_rest(base, tenant_a, agent, member):
+    topic = "-100123:topic:45"
+    messaging_services.channel_create(
+        actor=Actor.system(tenant_a),
+        name="tg",
+        kind="telegram",
+        secret="123456:" + "a" * 30,
+        topics={topic: ["datetime", "group:memory"]},
+    )
+    query = f"channel=tg&chat_id={topic.replace(':', '%3A')}"
+    narrowed = assert_same_list(base, member, query)
+    assert "datetime" in names(narrowed)
+    assert "write_file" not in names(narrowed)
+    assert "write_file" in names(assert_same_list(base, member))
+
+    workspace = workspace_for(tenant=tenant_a, agent=agent, user_id="")
+    refused = call_tool(endpoint(base, query=query), member, "write_file", {"path": "t.txt", "content": "x"})
+    assert refused.is_error
+    assert text(refused) == "tool not allowed by policy: write_file"
+    assert not (workspace / "t.txt").exists()
+    allowed = call_tool(endpoint(base, query=query), member, "datetime", {"timezone": "UTC"})
+    assert not allowed.is_error, text(allowed)
 
 
 def test_a_client_on_the_stateless_2026_protocol_gets_the_same_tools_and_calls(base, tenant_a, agent, member):

@@ -84,6 +84,32 @@ def test_a_search_only_finds_tools_the_agent_may_call(member_a, many, tenant_a):
     assert "create_issue" not in json.dumps(body)
 
 
+def test_a_search_never_offers_or_activates_a_tool_the_policy_denies(member_a, many, tenant_a):
+    target = policy_services.target("tenant")
+    policy_services.policy_save(
+        Actor.system(tenant_a),
+        target,
+        {"allow": ["group:fs", "mcp_tool_search"], "deny": ["mcp_many__create_*"]},
+    )
+    body = call(
+        member_a, "mcp_tool_search", {"query": "open a new issue in the bug tracker"}, session_key="s1"
+    )
+    assert body["is_error"] is False, body
+    assert "create_issue" not in json.dumps(body)  # granted on the server, but denied by the policy
+    assert "mcp_many__create_issue" not in listed(member_a, session_key="s1")
+    refused = call(member_a, "mcp_many__create_issue", {"text": "x"}, session_key="s1")
+    assert refused["for_llm"] == "tool not allowed by policy: mcp_many__create_issue"
+    # the same search narrowed by the call's own allow list offers nothing outside it either
+    narrowed = call(
+        member_a,
+        "mcp_tool_search",
+        {"query": "convert money between currencies"},
+        session_key="s2",
+        tool_allow=["mcp_tool_search", "mcp_many__weather_*"],
+    )
+    assert "convert_currency" not in json.dumps(narrowed)
+
+
 def test_without_the_search_tool_in_the_policy_every_tool_is_listed(member_a, many, tenant_a):
     target = policy_services.target("tenant")
     policy_services.policy_save(Actor.system(tenant_a), target, {"allow": ["group:fs", "mcp_many__*"]})

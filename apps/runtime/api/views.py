@@ -97,18 +97,7 @@ class ExecuteView(TenantViewMixin, APIView):
         body = data.validated_data
         agent = runtime_agent(actor=self.actor, key=body["agent"])
         context = body.get("context") or DEFAULT_CONTEXT
-        tool_allow = topic_tools.call_tool_allow(
-            tenant=self.actor.tenant,
-            agent=agent,
-            scope=CallScope(
-                provider=context["provider"],
-                user_id=context["user_id"],
-                channel=context["channel"],
-                chat_id=context["chat_id"],
-                subagent_depth=context["subagent_depth"],
-            ),
-            tool_allow=context.get("tool_allow"),
-        )
+        tool_allow = context.get("tool_allow")  # the pipeline adds the channel topic's list
         step = pipeline.begin(
             actor=self.actor,
             request=pipeline.CallRequest(
@@ -123,7 +112,7 @@ class ExecuteView(TenantViewMixin, APIView):
                 provider=context["provider"],
                 origin=context["origin"],
                 subagent_depth=context["subagent_depth"],
-                tool_allow=tool_allow,
+                tool_allow=tuple(tool_allow) if tool_allow is not None else None,
                 style=body["style"],
             ),
             wait=context["wait"],

@@ -22,6 +22,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
 from apps.audit import context as request_context
+from apps.messaging import selectors as topic_tools
 from apps.policy.engine import CallScope
 from apps.runtime import pipeline
 from apps.runtime.approval_wait import finish_after_decision
@@ -78,7 +79,12 @@ def _definitions(caller: Caller) -> list[dict[str, Any]]:
             tenant=caller.actor.tenant,
             agent=caller.agent,
             scope=caller.scope,
-            tool_allow=caller.tool_allow,
+            tool_allow=topic_tools.call_tool_allow(  # as the call applies it (and the REST listing)
+                tenant=caller.actor.tenant,
+                agent=caller.agent,
+                scope=caller.scope,
+                tool_allow=caller.tool_allow,
+            ),
             style=caller.style,
             session_key=caller.session_key,
         )
