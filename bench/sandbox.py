@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import docker
 
-    from apps.runtime.context import CallContext
     from apps.tenants.models import Tenant
+    from apps.toolkit.context import CallContext
 
 RUNS = 50
 COLD_RUNS = 10
@@ -122,9 +122,9 @@ def _timed(call: Callable[[], object]) -> float:
 
 
 def _context(tenant: Tenant, agent: Any, workspace: Path, sandbox: dict[str, Any], call: int) -> CallContext:
-    from apps.runtime.context import CallContext
-    from apps.runtime.scrubber import Scrubber
     from apps.tenants.actors import Actor
+    from apps.toolkit.context import CallContext
+    from apps.toolkit.scrubber import Scrubber
 
     return CallContext(
         tenant=tenant,
@@ -153,10 +153,11 @@ def _tool_call(ctx: CallContext, command: str) -> Callable[[], str]:
 def _measure(
     tenant: Tenant, agent: Any, workspace: Path, runs: int, cold_runs: int
 ) -> list[tuple[str, list[Row]]]:
-    from apps.runtime import jail
     from apps.runtime.sandbox import manager, placement
     from apps.runtime.sandbox_models import SandboxContainer
-    from apps.runtime.tools.exec import SHELL, exec_command, minimal_env, run_command
+    from apps.runtime.tools.exec import exec_command
+    from apps.toolkit import jail
+    from apps.toolkit.processes import SHELL, minimal_env, run_command
 
     host_ctx = _context(tenant, agent, workspace, {"mode": "host"}, 1)
     sandbox_ctx = _context(tenant, agent, workspace, {"mode": "docker"}, 2)
@@ -345,9 +346,9 @@ def run(
     from django.test import override_settings
 
     from apps.runtime.sandbox import manager
-    from apps.runtime.workspace import workspace_for
     from apps.tenants import services
     from apps.tenants.actors import Actor
+    from apps.toolkit.workspace import workspace_for
 
     version, tag = prepared or prepare()
     instance = f"bench{uuid.uuid4().hex[:8]}"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from apps.runtime.scrubber import Scrubber
+    from apps.toolkit.scrubber import Scrubber
 
 GOAL_MS = 20.0
 SIZE = 1 << 20
@@ -183,7 +183,7 @@ def _timed(scrubber: Scrubber, text: str, runs: int) -> list[float]:
 
 def run(runs: int = 30) -> list[str]:
     """Measure and return the report lines."""
-    from apps.runtime.scrubber import PATTERNS, REDACTED, Scrubber, server_addresses
+    from apps.toolkit.scrubber import PATTERNS, REDACTED, Scrubber, server_addresses
 
     addresses = server_addresses()
     address = addresses[0] if addresses else "192.0.2.10"

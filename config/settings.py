@@ -77,7 +77,7 @@ def _fernet_key() -> str:
 
 
 DATA_DIR = embedded_db.data_dir()
-# Tool workspaces: tenants/<tenant uuid>/agents/<agent uuid>/… (apps/runtime/workspace.py).
+# Tool workspaces: tenants/<tenant uuid>/agents/<agent uuid>/… (apps/toolkit/workspace.py).
 TOOLGATE_WORKSPACE_ROOT = Path(env_str("TOOLGATE_WORKSPACE_ROOT") or DATA_DIR / "workspaces")
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY") or persistent_dev_secret("secret_key", lambda: secrets.token_urlsafe(50))
@@ -122,6 +122,7 @@ INSTALLED_APPS = [
     "apps.sessions",
     "apps.messaging",
     "apps.runs",
+    "apps.toolkit",
     "apps.runtime",
     "apps.dashboard",
 ]
@@ -306,7 +307,7 @@ TOOLGATE_SANDBOX_IMAGES = env_list("TOOLGATE_SANDBOX_IMAGES", [TOOLGATE_SANDBOX_
 TOOLGATE_SANDBOX_INSTANCE = (
     env_str("TOOLGATE_SANDBOX_INSTANCE") or hashlib.sha256(str(DATA_DIR.resolve()).encode()).hexdigest()[:12]
 )
-# The jail (apps/runtime/jail.py): bubblewrap, and what it binds read-only besides the system.
+# The jail (apps/toolkit/jail.py): bubblewrap, and what it binds read-only besides the system.
 TOOLGATE_BWRAP = env_str("TOOLGATE_BWRAP") or "bwrap"
 TOOLGATE_JAIL_RO_PATHS = env_list("TOOLGATE_JAIL_RO_PATHS", [])
 # Installation-wide: only with this set may a tenant's sandbox mode be "host" (a single-tenant install).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bubblewrap, the jail every process started for a tenant runs in (apps/runtime/jail.py). Installed with
+# bubblewrap, the jail every process started for a tenant runs in (apps/toolkit/jail.py). Installed with
 # apt-get when missing and we are root; otherwise a warning: Toolgate still serves, and refuses tenants'
 # commands with the reason (also on /readyz and the dashboard's Sandbox page) until it is installed.
 set -euo pipefail

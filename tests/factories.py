@@ -40,8 +40,8 @@ def key_client(raw: str) -> APIClient:
 
 def call_context(tenant: Tenant, agent, workspace, *, tool_settings=None):  # type: ignore[no-untyped-def]
     """A tool's CallContext as the pipeline builds it, on a given workspace (for calling tools directly)."""
-    from apps.runtime.context import CallContext
-    from apps.runtime.scrubber import Scrubber
+    from apps.toolkit.context import CallContext
+    from apps.toolkit.scrubber import Scrubber
 
     return CallContext(
         tenant=tenant,

@@ -13,10 +13,10 @@ from __future__ import annotations
 from apps.context_files import selectors, services
 from apps.context_files.models import NAMES, AgentContextFile, UserContextFile
 from apps.context_files.routing import BOOTSTRAP, Place, route
-from apps.runtime import vfs
-from apps.runtime.context import CallContext
-from apps.runtime.results import ToolResult
 from apps.tenants.errors import ServiceError
+from apps.toolkit import vfs
+from apps.toolkit.context import CallContext
+from apps.toolkit.results import ToolResult
 
 SOURCE = "context file"
 

@@ -9,7 +9,7 @@ class CustomToolsConfig(AppConfig):
     def ready(self) -> None:
         from apps.custom_tools.provider import CustomToolProvider, custom_source
         from apps.policy.universe import register_source
-        from apps.runtime import providers
+        from apps.toolkit import providers
 
         register_source(custom_source)
         providers.register(CustomToolProvider())

@@ -7,8 +7,8 @@ The steps, in order, each recorded for the test run's decision path:
 2. ``render``: ``{{.key}}`` replaced by the shell-quoted arguments (:mod:`apps.custom_tools.rendering`);
    a missing required argument ends the call before anything runs;
 3. ``working_dir``: the tool's directory resolved inside the agent's workspace (no escapes, no symlinks;
-   :func:`apps.runtime.workspace.resolve_path`); it must exist;
-4. ``safeguard``: the unconditional hard limits of every shell command (:mod:`apps.runtime.safeguard`);
+   :func:`apps.toolkit.workspace.resolve_path`); it must exist;
+4. ``safeguard``: the unconditional hard limits of every shell command (:mod:`apps.toolkit.safeguard`);
 5. ``deny_groups``: exec's deny groups with the agent's effective overrides, on the *rendered* command,
    refused with exec's message;
 6. ``run``: ``/bin/sh -c`` where the call's processes run (:mod:`apps.runtime.sandbox.placement`: the
@@ -29,21 +29,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apps.custom_tools import rendering
-from apps.runtime import providers, safeguard, shell_deny, shell_parse
-from apps.runtime.results import ToolResult
-from apps.runtime.scrubber import MIN_VALUE_LENGTH, REDACTED
-from apps.runtime.tools.exec import (
-    ENV_STRIP_NAMES,
-    ENV_STRIP_PREFIXES,
-    SHELL,
-    RunOutcome,
-    minimal_env,
-)
-from apps.runtime.workspace import PathError, real_workspace, relative_to_workspace, resolve_path
+from apps.toolkit import providers, safeguard, shell_deny, shell_parse
+from apps.toolkit.processes import ENV_STRIP_NAMES, ENV_STRIP_PREFIXES, SHELL, RunOutcome, minimal_env
+from apps.toolkit.results import ToolResult
+from apps.toolkit.scrubber import MIN_VALUE_LENGTH, REDACTED
+from apps.toolkit.workspace import PathError, real_workspace, relative_to_workspace, resolve_path
 
 if TYPE_CHECKING:
     from apps.custom_tools.models import CustomTool
-    from apps.runtime.context import CallContext
+    from apps.toolkit.context import CallContext
 
 STEPS = ("schema", "render", "working_dir", "safeguard", "deny_groups", "run")
 

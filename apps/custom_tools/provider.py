@@ -1,6 +1,6 @@
 """Custom tools as tools of the runtime: the names the policy engine knows (a universe source with the
 group ``custom``), their definitions for listings and the call-time lookup for the pipeline (a provider,
-``apps.runtime.providers``).
+``apps.toolkit.providers``).
 
 What an agent has is read once per process for each configuration version of its tenant: every change
 to a custom tool raises the tenant's ``config_version`` in its transaction, and each request reads the
@@ -20,12 +20,12 @@ from apps.custom_tools import selectors
 from apps.custom_tools.execution import ToolSpec, execute
 from apps.custom_tools.models import NAME_RE
 from apps.custom_tools.validation import reserved_name
-from apps.runtime.providers import ExternalTool, ToolRefused
+from apps.toolkit.providers import ExternalTool, ToolRefused
 
 if TYPE_CHECKING:
-    from apps.runtime.context import CallContext
-    from apps.runtime.results import ToolResult
     from apps.tenants.models import Agent, Tenant
+    from apps.toolkit.context import CallContext
+    from apps.toolkit.results import ToolResult
 
 GROUP = "custom"
 _NAME = re.compile(NAME_RE)

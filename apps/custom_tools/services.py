@@ -18,11 +18,11 @@ from apps.custom_tools.errors import CustomToolErrorCode
 from apps.custom_tools.execution import ToolSpec, execute, mask
 from apps.custom_tools.models import DEFAULT_TIMEOUT_SECONDS, CustomTool
 from apps.realtime import events
-from apps.runtime.context import CallContext
 from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError, invalid_fields
 from apps.tenants.models import Agent
 from apps.tenants.services import config_changed
+from apps.toolkit.context import CallContext
 
 TOPIC = "custom_tools"
 FIELDS = (
@@ -227,9 +227,9 @@ def _test_context(*, actor: Actor, agent: Agent, user_id: str) -> CallContext:
     from apps.policy.engine import CallScope
     from apps.runtime import config
     from apps.runtime.pipeline import _tool_settings
-    from apps.runtime.scrubber import Scrubber
-    from apps.runtime.workspace import workspace_for
     from apps.tenants.selectors import setting_secrets_for_call
+    from apps.toolkit.scrubber import Scrubber
+    from apps.toolkit.workspace import workspace_for
 
     tenant = actor.tenant
     policy = engine.resolve(tenant, agent, CallScope(user_id=user_id))

@@ -41,9 +41,9 @@ def _check_q2() -> dict[str, Any]:
 
 
 def _check_jail() -> dict[str, Any]:
-    """Whether this process can make the jail every tenant process runs in (apps.runtime.jail); when it
+    """Whether this process can make the jail every tenant process runs in (apps.toolkit.jail); when it
     cannot, tenants' commands are refused, and the reason says what to install or allow."""
-    from apps.runtime import jail
+    from apps.toolkit import jail
 
     current = jail.status()
     result: dict[str, Any] = {"ok": current.available, **current.as_dict()}

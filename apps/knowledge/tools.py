@@ -15,9 +15,9 @@ from apps.knowledge.search import (
     SearchError,
     knowledge_search,
 )
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
 
 DESCRIPTION_CHARS = 500
 PROPERTIES_CHARS = 300

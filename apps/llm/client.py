@@ -1,6 +1,6 @@
 """The client of OpenAI-compatible providers: typed calls over httpx through the SSRF guard.
 
-Every request goes through :func:`apps.runtime.ssrf.guarded_client` (public addresses only, checked at
+Every request goes through :func:`apps.toolkit.ssrf.guarded_client` (public addresses only, checked at
 connect time), within the provider's timeout (connection to last byte) and a response-size cap per
 call. Every failure is one :class:`ProviderError` whose message says what happened (the provider, the
 HTTP status and the endpoint's own error message) and never holds the API key or a header value.
@@ -27,7 +27,7 @@ import httpx
 
 from apps.llm.models import Provider
 from apps.llm.selectors import ProviderUnavailable, resolve
-from apps.runtime.ssrf import USER_AGENT, AddressPolicy, SSRFBlocked, guarded_client
+from apps.toolkit.ssrf import USER_AGENT, AddressPolicy, SSRFBlocked, guarded_client
 
 if TYPE_CHECKING:
     from apps.tenants.models import Tenant

@@ -1,6 +1,6 @@
 """Files the provider-backed tools read and write, always through the workspace guards.
 
-Inputs are a workspace file (resolved by :func:`apps.runtime.workspace.resolve_path`, opened with
+Inputs are a workspace file (resolved by :func:`apps.toolkit.workspace.resolve_path`, opened with
 ``O_NOFOLLOW`` component by component, size checked before reading) or an http(s) URL fetched through
 the SSRF guard with a size cap. Outputs are written atomically under the path the agent gives, or
 ``media/<generated name>``, with write_file's denied prefixes (``.git/``, ``memory/`` …) and the tool's
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import httpx
 
-from apps.runtime.context import CallContext
-from apps.runtime.ssrf import FetchLimits, SSRFBlocked, fetch
 from apps.runtime.tools.fs import DEFAULT_DENIED_PREFIXES
 from apps.runtime.tools.fs import _write_atomically as write_atomically
-from apps.runtime.workspace import PathError, open_read, real_workspace, resolve_path
+from apps.toolkit.context import CallContext
+from apps.toolkit.ssrf import FetchLimits, SSRFBlocked, fetch
+from apps.toolkit.workspace import PathError, open_read, real_workspace, resolve_path
 
 MEDIA_DIR = "media"
 URL_TIMEOUT = 60.0

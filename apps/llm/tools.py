@@ -22,10 +22,10 @@ from apps.llm import media
 from apps.llm.client import ChatResult, GeneratedFile, ProviderClient, ProviderError, client_for, make_client
 from apps.llm.media import InputFile, MediaError, SavedFile
 from apps.llm.selectors import ProviderUnavailable, pick
-from apps.runtime.context import CallContext
-from apps.runtime.registry import ToolFunction, tool
-from apps.runtime.results import ToolResult
-from apps.runtime.workspace import PathError
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import ToolFunction, tool
+from apps.toolkit.results import ToolResult
+from apps.toolkit.workspace import PathError
 from apps.tools.catalog import OPENAI_COMPAT_PATHS
 
 logger = logging.getLogger(__name__)

@@ -23,9 +23,9 @@ from apps.llm.models import (
     NAME_RE,
     Provider,
 )
-from apps.runtime import url_checks
-from apps.runtime.ssrf import AddressPolicy
-from apps.runtime.url_checks import has_control
+from apps.toolkit import url_checks
+from apps.toolkit.ssrf import AddressPolicy
+from apps.toolkit.url_checks import has_control
 
 MAX_API_KEY_CHARS = 1000
 MAX_HEADERS_BYTES = 8192

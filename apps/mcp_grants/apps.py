@@ -10,7 +10,7 @@ class McpGrantsConfig(AppConfig):
         from apps.mcp_grants.bridge import MCPProvider
         from apps.mcp_grants.universe import mcp_source
         from apps.policy.universe import register_source
-        from apps.runtime import providers
+        from apps.toolkit import providers
 
         register_source(mcp_source)
         providers.register(MCPProvider())

@@ -16,12 +16,12 @@ from mcp.shared.exceptions import MCPError
 
 from apps.mcp_grants import access, client, naming, search_mode
 from apps.mcp_grants.models import AgentGrant, MCPServer, MCPServerTool
-from apps.runtime.providers import ExternalTool, ToolRefused
-from apps.runtime.results import ToolResult
 from apps.tenants.models import Agent, Tenant
+from apps.toolkit.providers import ExternalTool, ToolRefused
+from apps.toolkit.results import ToolResult
 
 if TYPE_CHECKING:
-    from apps.runtime.context import CallContext
+    from apps.toolkit.context import CallContext
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 MAX_RESULT_CHARS = 1024 * 1024
@@ -153,7 +153,7 @@ def reachable_names(tenant: Tenant, agent: Agent, user_id: str) -> list[str]:
 
 
 class MCPProvider:
-    """MCP tools for the pipeline and the listings (``apps.runtime.providers``), and the search tool of
+    """MCP tools for the pipeline and the listings (``apps.toolkit.providers``), and the search tool of
     search mode (:mod:`apps.mcp_grants.search_mode`)."""
 
     def owns(self, name: str) -> bool:

@@ -50,8 +50,8 @@ from mcp.types import PaginatedRequestParams
 from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
-from apps.runtime import jail
-from apps.runtime.ssrf import AddressPolicy, SSRFBlocked
+from apps.toolkit import jail
+from apps.toolkit.ssrf import AddressPolicy, SSRFBlocked
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -242,7 +242,7 @@ def _http_client(
 
 
 def _stdio_cwd(endpoint: Endpoint) -> Path:
-    from apps.runtime.workspace import workspace_root
+    from apps.toolkit.workspace import workspace_root
 
     path = workspace_root() / "tenants" / endpoint.tenant_id / "mcp" / endpoint.name
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -259,7 +259,7 @@ async def _open(endpoint: Endpoint) -> Any:
     """A connected and initialized :class:`ClientSession` (the caller bounds the time)."""
     async with contextlib.AsyncExitStack() as stack:
         if endpoint.transport == MCPServer.Transport.STDIO:
-            # The server runs in a jail of its own (apps.runtime.jail): its directory is /workspace,
+            # The server runs in a jail of its own (apps.toolkit.jail): its directory is /workspace,
             # the network is off unless its registration turns it on, and nothing of Toolgate's data,
             # other tenants or Toolgate's environment is visible. No jail, no server.
             confined = jail.launch(

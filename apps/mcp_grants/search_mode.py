@@ -24,11 +24,11 @@ from django.core.cache import cache
 from rank_bm25 import BM25Okapi
 
 from apps.mcp_grants import naming
-from apps.runtime.results import ToolResult
+from apps.toolkit.results import ToolResult
 
 if TYPE_CHECKING:
-    from apps.runtime.context import CallContext
     from apps.tenants.models import Agent, Tenant
+    from apps.toolkit.context import CallContext
 
 TOOL_NAME = "mcp_tool_search"
 THRESHOLD = 40  # more MCP tools than this: search mode

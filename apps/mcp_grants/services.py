@@ -25,11 +25,11 @@ from apps.mcp_grants.models import (
     server_name_validator,
 )
 from apps.realtime import events
-from apps.runtime.scrubber import Scrubber
 from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError, invalid_fields
 from apps.tenants.models import Agent
 from apps.tenants.services import config_changed
+from apps.toolkit.scrubber import Scrubber
 
 TOPIC = "mcp"
 MAX_REASON = 2000

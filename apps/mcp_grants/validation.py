@@ -25,8 +25,8 @@ from typing import Any
 
 import httpx
 
-from apps.runtime.ssrf import AddressPolicy, SSRFBlocked
-from apps.runtime.tools.exec import ENV_STRIP_NAMES, ENV_STRIP_PREFIXES
+from apps.toolkit.processes import ENV_STRIP_NAMES, ENV_STRIP_PREFIXES
+from apps.toolkit.ssrf import AddressPolicy, SSRFBlocked
 
 ALLOWED_COMMANDS = frozenset(
     {

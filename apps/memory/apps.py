@@ -10,6 +10,6 @@ class MemoryConfig(AppConfig):
         # Importing the tool modules registers memory_get and memory_search (apps/runtime/registry.py).
         from apps.memory import search_tool, tools  # noqa: F401
         from apps.memory.interceptor import INTERCEPTOR
-        from apps.runtime import vfs
+        from apps.toolkit import vfs
 
         vfs.register(INTERCEPTOR, order=20)

@@ -23,10 +23,10 @@ from apps.audit.services import record
 from apps.memory import embeddings
 from apps.memory.models import EmbeddingSettings, MemoryDocument
 from apps.realtime import events
-from apps.runtime.ssrf import AddressPolicy, SSRFBlocked
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Tenant
+from apps.toolkit.ssrf import AddressPolicy, SSRFBlocked
 
 TOPIC = "memory"
 KINDS = tuple(EmbeddingSettings.Kind.values)

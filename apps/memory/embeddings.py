@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
-from apps.runtime.ssrf import AddressPolicy, SSRFBlocked, guarded_client
+from apps.toolkit.ssrf import AddressPolicy, SSRFBlocked, guarded_client
 
 if TYPE_CHECKING:
     from apps.tenants.models import Tenant

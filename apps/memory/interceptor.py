@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from apps.memory import selectors, services
 from apps.memory.selectors import Scope
-from apps.runtime.context import CallContext
-from apps.runtime.results import ToolResult
-from apps.runtime.vfs import Loaded, VirtualEntry
 from apps.tenants.errors import ServiceError
+from apps.toolkit.context import CallContext
+from apps.toolkit.results import ToolResult
+from apps.toolkit.vfs import Loaded, VirtualEntry
 
 SOURCE_NOTE = "[Source: database, not filesystem]"
 LEAD_SOURCE_NOTE = "[Source: database, not filesystem; the team lead's memory, read-only for you]"

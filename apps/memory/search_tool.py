@@ -13,9 +13,9 @@ from typing import Any
 
 from apps.memory import selectors
 from apps.memory.search import DEFAULT_LIMIT, MemorySearchResult, SearchError, hybrid_search
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
 
 
 def _describe(result: MemorySearchResult) -> str:

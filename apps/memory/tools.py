@@ -7,10 +7,10 @@ from typing import Any
 
 from apps.memory import selectors
 from apps.memory.interceptor import LEAD_SOURCE_NOTE, SOURCE_NOTE, not_found, scopes_for
-from apps.runtime import vfs
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
+from apps.toolkit import vfs
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
 
 MAX_OUTPUT_CHARS = 250_000  # read_file's cap: longer documents are read on with read_file's offset
 

@@ -1,6 +1,6 @@
 """Sending through a channel: a webhook POST or the Telegram Bot API, always through the SSRF guard.
 
-Every request goes through :func:`apps.runtime.ssrf.guarded_client` (public addresses only, checked at
+Every request goes through :func:`apps.toolkit.ssrf.guarded_client` (public addresses only, checked at
 connect time) within :data:`SEND_TIMEOUT` seconds and reads at most :data:`MAX_ANSWER_BYTES` of the
 answer. Every failure is one :class:`SendError` whose message says what happened (the HTTP status and a
 bounded part of the answer, Telegram's own description) and never holds the bot token (it is part of
@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from apps.messaging.models import Channel
-from apps.runtime.ssrf import USER_AGENT, AddressPolicy, SSRFBlocked, guarded_client
+from apps.toolkit.ssrf import USER_AGENT, AddressPolicy, SSRFBlocked, guarded_client
 
 SEND_TIMEOUT = 15.0
 CONNECT_TIMEOUT = 5.0

@@ -12,10 +12,10 @@ from typing import Any
 from apps.messaging import selectors, services, validation
 from apps.messaging.models import MAX_TEXT_CHARS, Channel
 from apps.messaging.senders import TOPIC_COLORS, Outgoing, parse_telegram_chat
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
 from apps.tenants.errors import ServiceError
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
 
 logger = logging.getLogger(__name__)
 MAX_TOPIC_NAME = 128

@@ -17,9 +17,9 @@ import httpx
 from apps.messaging.models import MAX_CHAT_ID_CHARS, MAX_URL_CHARS, NAME_RE, Channel
 from apps.messaging.senders import SIGNATURE_HEADER, check_telegram_chat
 from apps.policy.universe import is_pattern, universe_for
-from apps.runtime import url_checks
-from apps.runtime.ssrf import AddressPolicy
-from apps.runtime.url_checks import has_control
+from apps.toolkit import url_checks
+from apps.toolkit.ssrf import AddressPolicy
+from apps.toolkit.url_checks import has_control
 
 if TYPE_CHECKING:
     from apps.tenants.models import Tenant

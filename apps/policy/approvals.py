@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from apps.policy.commands import Classified, classify
 from apps.policy.safe_bins import harmful_assignments
-from apps.runtime import shell_deny
+from apps.toolkit import shell_deny
 
 if TYPE_CHECKING:
     from apps.policy.engine import Resolved

@@ -1,6 +1,6 @@
 """Classification of shell commands for exec approvals (SPEC Part A "Exec approvals", B §6.2).
 
-:func:`classify` reads a command line with :mod:`apps.runtime.shell_parse` (chains, pipes,
+:func:`classify` reads a command line with :mod:`apps.toolkit.shell_parse` (chains, pipes,
 substitutions, backticks, and wrappers such as ``sh -c``, ``env``, ``nohup``, ``timeout``, ``xargs``,
 ``find -exec``, up to three levels deep) and describes **every** simple command it would run, so an
 approval decision can never ride on the first word of a chain: ``ls && evil`` is the two commands
@@ -60,7 +60,7 @@ import shutil
 from dataclasses import dataclass
 
 from apps.policy.safe_bins import SAFE_BINS, harmful_assignments, refused_form
-from apps.runtime import shell_parse
+from apps.toolkit import shell_parse
 
 # Programs whose first word is a subcommand that changes what they do.
 SUBCOMMAND_PROGRAMS = frozenset(

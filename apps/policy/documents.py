@@ -248,7 +248,7 @@ class _Checker:
         return result
 
     def shell_deny_groups(self, path: str, value: Any) -> dict[str, bool] | None:
-        from apps.runtime.shell_deny import validate_overrides
+        from apps.toolkit.shell_deny import validate_overrides
 
         try:
             return validate_overrides(value)

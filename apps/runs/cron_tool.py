@@ -8,10 +8,10 @@ from typing import Any
 
 from apps.runs import cron
 from apps.runs.models import CronFiring, CronJob
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
 from apps.tenants.errors import ServiceError
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
 
 HISTORY = 10
 

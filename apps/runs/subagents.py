@@ -30,13 +30,13 @@ from django_q.tasks import async_task
 
 from apps.runs import runner, services
 from apps.runs.models import ACTIVE, Run
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
 from apps.sessions import services as session_services
 from apps.sessions.models import Session, SessionMessage
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
 from apps.tools.catalog import MAX_SPAWN_DEPTH
 
 MAX_CONCURRENT = 8

@@ -2,9 +2,9 @@
 
 Interface for tool modules (apps/runtime/tools/*.py):
 
-    from apps.runtime.registry import tool
-    from apps.runtime.context import CallContext
-    from apps.runtime.results import ToolResult
+    from apps.toolkit.registry import tool
+    from apps.toolkit.context import CallContext
+    from apps.toolkit.results import ToolResult
 
     @tool("read_file")
     def read_file(ctx: CallContext, args: dict[str, Any]) -> ToolResult: ...

@@ -7,7 +7,7 @@ class RuntimeConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Importing the tool modules registers their implementations (apps/runtime/registry.py).
+        # Importing the tool modules registers their implementations (apps/toolkit/registry.py).
         import apps.runtime.tools.clock  # noqa: F401
         from apps.runtime.tools import exec as exec_tool  # noqa: F401
         from apps.runtime.tools import fs, web  # noqa: F401

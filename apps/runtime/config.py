@@ -25,7 +25,7 @@ from apps.tools.catalog import CATALOG
 
 # A new tenant behaves as GoClaw does out of the box.
 DEFAULTS: dict[str, Any] = {
-    "sandbox": {"mode": "jail"},  # every process a tenant starts runs in the jail (apps.runtime.jail)
+    "sandbox": {"mode": "jail"},  # every process a tenant starts runs in the jail (apps.toolkit.jail)
     "tools": {},  # per-tool settings, e.g. {"exec": {"timeout": 120}}
     # Who runs the agent's turns that Toolgate starts (team tasks dispatched to it): an external runner
     # listening on the team's topic, or Toolgate's built-in runner (apps.runs) with the tenant's provider.

@@ -40,11 +40,11 @@ from apps.policy.approvals import Verdict
 from apps.policy.engine import CallScope, Resolved
 from apps.realtime import events
 from apps.runtime import config, strap
-from apps.runtime.context import CallContext
-from apps.runtime.registry import implementation
-from apps.runtime.results import ToolResult
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import implementation
+from apps.toolkit.results import ToolResult
 from apps.tools.catalog import CATALOG, canonical
 from apps.tools.correction import correction
 
@@ -135,8 +135,8 @@ def _empty_args_message_for(required: Sequence[str]) -> str:
 
 def _safeguard(name: str, args: dict[str, Any], ctx: CallContext) -> str | None:
     """Unconditional hard limits (they hold after any approval and cannot be configured away)."""
-    from apps.runtime import safeguard
-    from apps.runtime.workspace import PathError, resolve_path
+    from apps.toolkit import safeguard
+    from apps.toolkit.workspace import PathError, resolve_path
 
     if name == "exec" and isinstance(args.get("command"), str):
         return safeguard.check_shell(args["command"])
@@ -187,8 +187,8 @@ class _Call:
     """One call on its way through the pipeline: what every step after the first needs."""
 
     def __init__(self, *, actor: Actor, request: CallRequest, call_id: str | None = None) -> None:
-        from apps.runtime.scrubber import Scrubber
         from apps.tenants.selectors import setting_secrets_for_call
+        from apps.toolkit.scrubber import Scrubber
 
         self.started = time.perf_counter()
         self.call_id = call_id or uuid.uuid4().hex
@@ -275,7 +275,7 @@ class _Call:
         if tool_name is None and self.name in self.policy.universe.names:
             tool_name = self.name  # a tool of a provider (MCP, custom tools) this agent reaches
         if tool_name is None:
-            from apps.runtime import providers
+            from apps.toolkit import providers
 
             why = providers.not_granted(self.actor.tenant, request.agent, request.user_id, self.name)
             if why is not None:  # the tenant has it, this agent was not granted it: say how to ask
@@ -376,7 +376,7 @@ class _Call:
     def _back_external(self, ctx: CallContext, name: str, args: dict[str, Any]) -> CallOutcome:
         """Steps 6-7 for a tool outside the catalog (MCP, custom, …): its provider checks access again
         at call time and gives the schema the arguments are validated against, then the tool runs."""
-        from apps.runtime import providers
+        from apps.toolkit import providers
 
         provider = providers.provider_for(name)
         try:
@@ -545,7 +545,8 @@ def _approval(call: _Call) -> Verdict | None:
     """The approval step (``apps.policy.approvals``): None for tools that need none, else the verdict.
 
     Only ``exec`` asks. A command that is not a string is left to argument validation."""
-    from apps.runtime.tools.exec import SAFE_PATH, _resolve_cwd
+    from apps.runtime.tools.exec import _resolve_cwd
+    from apps.toolkit.processes import SAFE_PATH
 
     command = call.args.get("command")
     if call.resolved != "exec" or not isinstance(command, str) or not command.strip():
@@ -585,7 +586,7 @@ def _context(
     policy: Resolved,
     allowed: Sequence[str],
 ) -> CallContext:
-    from apps.runtime.workspace import workspace_for
+    from apps.toolkit.workspace import workspace_for
 
     agent = request.agent
     return CallContext(

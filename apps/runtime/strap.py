@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from apps.runtime.results import ToolResult
+from apps.toolkit.results import ToolResult
 from apps.tools.catalog import CATALOG, TEAM_MESSAGE_ACTIONS, TEAM_TASK_ACTIONS
 
 FORWARD_ACTION = "*"  # the domain action is also the flat tool's own ``action`` argument

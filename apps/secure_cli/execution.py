@@ -41,12 +41,12 @@ from typing import TYPE_CHECKING
 
 import regex
 
-from apps.runtime import jail, shell_parse
-from apps.runtime.context import CallContext
-from apps.runtime.results import ToolResult
 from apps.runtime.tools import exec as exec_tool
 from apps.secure_cli import lookup
 from apps.secure_cli.lookup import LookupUnavailable, ResolvedCLI
+from apps.toolkit import jail, processes, shell_parse
+from apps.toolkit.context import CallContext
+from apps.toolkit.results import ToolResult
 
 if TYPE_CHECKING:
     from apps.runtime.sandbox.placement import Placement
@@ -242,10 +242,10 @@ def _resolve_program(route: ResolvedCLI, word: str, cwd: Path) -> tuple[str, str
             )
         program = configured
     else:
-        found = shutil.which(name, path=exec_tool.SAFE_PATH)
+        found = shutil.which(name, path=processes.SAFE_PATH)
         if found is None:
             return (
-                f"{PREFIX} {name} is not installed on this server (looked in {exec_tool.SAFE_PATH}). "
+                f"{PREFIX} {name} is not installed on this server (looked in {processes.SAFE_PATH}). "
                 "Ask an administrator to install it or to set its binary_path."
             )
         program = found
@@ -357,12 +357,12 @@ def run_credentialed(
     # are scrubbed of every credential value.
     for value in route.env.values():
         ctx.scrubber.register(value)
-    env = {"PATH": exec_tool.SAFE_PATH, "HOME": place.home(), "LANG": RUN_LANG, "USER": RUN_USER}
+    env = {"PATH": processes.SAFE_PATH, "HOME": place.home(), "LANG": RUN_LANG, "USER": RUN_USER}
     env.update(
         {
             key: value
             for key, value in route.env.items()
-            if key not in exec_tool.ENV_STRIP_NAMES and not key.startswith(exec_tool.ENV_STRIP_PREFIXES)
+            if key not in processes.ENV_STRIP_NAMES and not key.startswith(processes.ENV_STRIP_PREFIXES)
         }
     )
     trace.add(

@@ -15,10 +15,6 @@ from django.db import IntegrityError, transaction
 
 from apps.audit.services import record
 from apps.realtime import events
-from apps.runtime import shell_parse
-from apps.runtime.context import CallContext
-from apps.runtime.results import ToolResult
-from apps.runtime.scrubber import Scrubber
 from apps.secure_cli import execution, validation
 from apps.secure_cli.models import SecureCLIAgentGrant, SecureCLIBinary, SecureCLIUserCredential
 from apps.secure_cli.presets import PRESETS
@@ -26,6 +22,10 @@ from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError
 from apps.tenants.models import Agent
 from apps.tenants.services import config_changed
+from apps.toolkit import shell_parse
+from apps.toolkit.context import CallContext
+from apps.toolkit.results import ToolResult
+from apps.toolkit.scrubber import Scrubber
 
 TOPIC = "secure_cli"
 BINARY_FIELDS = (
@@ -354,7 +354,7 @@ def binary_test(
     the outcome and the decisions (not the output). Runs outside a transaction: the program may take
     up to its timeout."""
     from apps.runtime import config
-    from apps.runtime.workspace import real_workspace, workspace_for
+    from apps.toolkit.workspace import real_workspace, workspace_for
 
     _check_test_args(args, user_id)
     if binary.tenant_id != actor.tenant.pk or agent.tenant_id != actor.tenant.pk:

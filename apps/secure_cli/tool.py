@@ -13,12 +13,12 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
 from apps.runtime.tools.exec import _resolve_cwd
 from apps.secure_cli import execution
 from apps.secure_cli.lookup import normalize_name
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
 
 MAX_ARGS = 200
 MAX_ARG_CHARS = 8_192

@@ -10,8 +10,8 @@ from typing import Any
 
 import regex
 
-from apps.runtime import shell_parse
-from apps.runtime.tools.exec import ENV_STRIP_NAMES, ENV_STRIP_PREFIXES
+from apps.toolkit import shell_parse
+from apps.toolkit.processes import ENV_STRIP_NAMES, ENV_STRIP_PREFIXES
 
 BINARY_NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9._+-]{0,63}\Z")
 ENV_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,127}\Z")

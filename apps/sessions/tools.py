@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
 from apps.sessions import selectors, services
 from apps.sessions.models import Session, SessionMessage
 from apps.tenants.errors import ServiceError
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
 
 DEFAULT_SESSIONS = 20
 MAX_SESSIONS = 100

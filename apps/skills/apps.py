@@ -8,5 +8,5 @@ class SkillsConfig(AppConfig):
 
     def ready(self) -> None:
         # Importing the tool module registers skill_search, use_skill and publish_skill
-        # (apps/runtime/registry.py).
+        # (apps/toolkit/registry.py).
         from apps.skills import tools  # noqa: F401

@@ -15,11 +15,15 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
 from apps.runtime.tools.fs import BINARY_EXTENSIONS, DEFAULT_DENIED_PREFIXES
-from apps.runtime.workspace import (
+from apps.skills import loading, parsing, search, selectors, services
+from apps.skills.models import MAX_CONTENT_CHARS, MAX_FILE_CHARS, MAX_FILES, SkillFile
+from apps.skills.services import SKILL_MD
+from apps.tenants.errors import ServiceError
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
+from apps.toolkit.workspace import (
     PathError,
     check_open_file,
     is_hidden,
@@ -28,10 +32,6 @@ from apps.runtime.workspace import (
     real_workspace,
     resolve_path,
 )
-from apps.skills import loading, parsing, search, selectors, services
-from apps.skills.models import MAX_CONTENT_CHARS, MAX_FILE_CHARS, MAX_FILES, SkillFile
-from apps.skills.services import SKILL_MD
-from apps.tenants.errors import ServiceError
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50

@@ -20,14 +20,14 @@ from typing import Any
 
 from django.db import transaction
 
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
 from apps.teams import board, dispatch, mailbox, selectors, team_settings
 from apps.teams.board import BoardActor, BoardError
 from apps.teams.models import Task, TaskComment, Team, TeamMember
 from apps.teams.selectors import SelectorError
 from apps.tenants.models import Agent
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
 from apps.tools.catalog import TEAM_MESSAGE_ACTIONS, TEAM_TASK_ACTIONS
 
 Status = Task.Status

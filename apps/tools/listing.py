@@ -2,7 +2,7 @@
 and what Toolgate's own MCP endpoint lists (one function, so the two never disagree).
 
 Built-in tools come from the catalog (those implemented in this deployment, unless asked for all);
-the others from their providers (``apps.runtime.providers``: MCP tools from the tools discovered on
+the others from their providers (``apps.toolkit.providers``: MCP tools from the tools discovered on
 their servers, ``mcp_<server>__<tool>``), always flat whatever the style. Sorted by name, stable for
 prompt caching.
 """
@@ -31,7 +31,7 @@ def definitions(
 ) -> list[dict[str, Any]]:
     """``{"name", "description", "parameters"}`` per tool ``agent`` may use in ``scope`` (and
     ``session_key``, whose MCP search may have activated deferred tools)."""
-    from apps.runtime import providers
+    from apps.toolkit import providers
 
     allowed = engine.resolve(tenant, agent, scope).allowed(tool_allow)
     builtin = [name for name in allowed if name in CATALOG]

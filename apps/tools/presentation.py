@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from apps.runtime import strap
-from apps.runtime.registry import implemented
+from apps.toolkit.registry import implemented
 from apps.tools.catalog import CATALOG
 
 Format = Literal["openai", "anthropic", "mcp"]

@@ -8,8 +8,8 @@ import pytest
 
 from apps.audit.models import AuditEvent
 from apps.context_files.models import NAMES, AgentContextFile, UserContextFile
-from apps.runtime.workspace import workspace_for
 from apps.tenants.models import Agent
+from apps.toolkit.workspace import workspace_for
 from tests.api.tenant_state import tenant_state
 from tests.context_files.support import (
     PER_USER_PREDEFINED,

@@ -17,10 +17,10 @@ from apps.custom_tools.models import CustomTool
 from apps.mcp_grants import services as mcp_services
 from apps.mcp_grants.models import MCPServerTool
 from apps.realtime import events
-from apps.runtime.workspace import workspace_for
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
+from apps.toolkit.workspace import workspace_for
 from tests.api.personas import error
 from tests.api.tenant_state import tenant_state
 from tests.custom_tools.support import DNS_LOOKUP, SECRET, TOOLS, ok

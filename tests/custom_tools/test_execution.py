@@ -11,10 +11,10 @@ import pytest
 
 from apps.audit.models import AuditEvent, ToolCall
 from apps.custom_tools.models import CustomTool
-from apps.runtime.workspace import workspace_for
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
+from apps.toolkit.workspace import workspace_for
 from tests.custom_tools.support import DNS_LOOKUP, SECRET, TOOLS, execute, ok, tool_definitions
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from apps.runtime import jail
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role
+from apps.toolkit import jail
 from tests import factories
 
 pytestmark = pytest.mark.django_db

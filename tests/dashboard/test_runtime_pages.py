@@ -16,11 +16,11 @@ from django.utils import timezone
 
 from apps.audit.models import AuditEvent, ToolCall
 from apps.policy import services as policy_services
-from apps.runtime.registry import implemented
 from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role
+from apps.toolkit.registry import implemented
 from apps.tools.catalog import ALIASES, CATALOG, PROFILES
 from tests import factories
 from tests.api.tenant_state import tenant_state

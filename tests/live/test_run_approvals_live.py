@@ -13,10 +13,10 @@ from apps.llm import services as llm_services
 from apps.policy import services as policy_services
 from apps.policy.approval_models import PendingApproval
 from apps.runs.models import Run
-from apps.runtime.workspace import workspace_for
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
+from apps.toolkit.workspace import workspace_for
 from tests import factories
 from tests.live.wsclient import event_of, open_socket
 from tests.llm.fake_provider import KEY, PUBLIC_IP, chat_answer

@@ -161,7 +161,7 @@ def test_private_and_metadata_addresses_are_refused_before_any_request(tenant_a,
 
 def test_a_name_resolving_to_a_private_address_is_refused_at_connect_time(tenant_a, settings):
     from apps.llm.models import Provider
-    from apps.runtime.ssrf import AddressPolicy
+    from apps.toolkit.ssrf import AddressPolicy
 
     settings.TOOLGATE_SSRF_ALLOW_NETS = ""
     with serving("127.0.0.1") as internal:

@@ -16,9 +16,9 @@ import pytest
 from apps.audit.models import AuditEvent, ToolCall
 from apps.llm import services, tools
 from apps.llm.models import Provider
-from apps.runtime.workspace import workspace_for
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
+from apps.toolkit.workspace import workspace_for
 from tests.llm.fake_provider import HEADER_SECRET, KEY, MP3, MP4, PNG, VIDEO_ID, WAV, FakeProvider
 from tests.local_http import serving
 

@@ -7,10 +7,10 @@ import pytest
 
 from apps.mcp_grants import access, bridge, services
 from apps.mcp_grants.access import is_tool_allowed
-from apps.runtime.providers import ToolRefused
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
+from apps.toolkit.providers import ToolRefused
 from tests.mcp.support import make_server
 
 pytestmark = pytest.mark.django_db

@@ -217,7 +217,7 @@ def private_name_resolver(host: str, port: int) -> list[str]:
 def test_refused_registrations_are_400_by_field_and_change_nothing(
     admin_a, tenant_a, monkeypatch, body, field, fragment
 ):
-    monkeypatch.setattr("apps.runtime.ssrf.system_resolver", private_name_resolver)
+    monkeypatch.setattr("apps.toolkit.ssrf.system_resolver", private_name_resolver)
     before = tenant_state(tenant_a)
     refused = error(admin_a.post(SERVERS, {"name": "evil", **body}, format="json"), 400, "invalid")
     assert field in refused["details"], refused

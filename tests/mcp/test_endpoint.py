@@ -20,11 +20,11 @@ from apps.mcp_grants import services as mcp_services
 from apps.mcp_grants.models import MCPServerTool
 from apps.messaging import services as messaging_services
 from apps.policy.approval_models import PendingApproval
-from apps.runtime.workspace import workspace_for
 from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, ApiKey, Tenant
 from apps.tenants.roles import Role
+from apps.toolkit.workspace import workspace_for
 from tests import factories
 from tests.mcp.endpoint_client import call_tool, endpoint, list_tools, rest, rest_tools, session, text, wire
 

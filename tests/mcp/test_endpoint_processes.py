@@ -12,11 +12,11 @@ import pytest
 
 from apps.audit.models import ToolCall
 from apps.policy.approval_models import PendingApproval
-from apps.runtime.workspace import workspace_for
 from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role
+from apps.toolkit.workspace import workspace_for
 from tests import factories
 from tests.mcp.endpoint_client import CALL_DATETIME, INITIALIZE, call_tool, endpoint, post, rest, text
 from tests.processes import LiveProcesses

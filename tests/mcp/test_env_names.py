@@ -13,9 +13,9 @@ from django.urls import reverse
 
 from apps.mcp_grants import validation
 from apps.mcp_grants.models import MCPServer
-from apps.runtime.tools.exec import ENV_STRIP_NAMES
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role
+from apps.toolkit.processes import ENV_STRIP_NAMES
 from tests import factories
 from tests.api.personas import error
 from tests.api.tenant_state import tenant_state

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from apps.mcp_grants import validation
-from apps.runtime.ssrf import AddressPolicy
+from apps.toolkit.ssrf import AddressPolicy
 
 
 def fake_resolver(host: str, port: int) -> list[str]:

@@ -51,7 +51,7 @@ def test_a_write_is_stored_in_the_database_and_read_back_with_its_source(member_
 
 
 def test_memory_paths_never_touch_the_disk(member_a, agent, tenant_a):
-    from apps.runtime.workspace import workspace_for
+    from apps.toolkit.workspace import workspace_for
 
     call(member_a, "write_file", {"path": "memory/notes/day1.md", "content": "day one"})
     call(member_a, "write_file", {"path": "./memory.md", "content": "lower case"})

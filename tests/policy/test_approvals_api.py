@@ -441,7 +441,7 @@ def planted(agent, tenant_a):
     import shutil
     import subprocess
 
-    from apps.runtime.workspace import workspace_for
+    from apps.toolkit.workspace import workspace_for
 
     workspace = workspace_for(tenant=tenant_a, agent=agent, user_id="")
     fake = workspace / "ls"

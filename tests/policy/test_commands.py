@@ -14,9 +14,9 @@ from apps.policy.approval_models import ApprovalRule
 from apps.policy.commands import classify
 from apps.policy.engine import CallScope
 from apps.policy.safe_bins import SAFE_BINS
-from apps.runtime.tools.exec import SAFE_PATH
 from apps.tenants import services
 from apps.tenants.actors import Actor
+from apps.toolkit.processes import SAFE_PATH
 
 LS = os.path.realpath(shutil.which("ls", path=SAFE_PATH) or "")
 GIT = shutil.which("git", path=SAFE_PATH)

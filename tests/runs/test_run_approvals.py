@@ -15,12 +15,12 @@ from apps.policy import tasks as policy_tasks
 from apps.policy.approval_models import PendingApproval
 from apps.runs import tasks as run_tasks
 from apps.runs.models import Run
-from apps.runtime.workspace import workspace_for
 from apps.sessions.models import SessionMessage
 from apps.teams import board, dispatch
 from apps.teams.models import Task
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
+from apps.toolkit.workspace import workspace_for
 from tests.llm.fake_provider import chat_answer, scripted
 from tests.llm.fake_provider import tool_call as call
 from tests.teams.conftest import make_crew

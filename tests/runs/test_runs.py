@@ -12,9 +12,9 @@ from apps.audit.models import ToolCall
 from apps.context_files import services as context_services
 from apps.runs.models import Run
 from apps.runs.runner import FINAL_ITERATION
-from apps.runtime.workspace import workspace_for
 from apps.sessions.models import SessionMessage
 from apps.tenants.actors import Actor
+from apps.toolkit.workspace import workspace_for
 from tests.dashboard.conftest import member  # noqa: F401
 from tests.llm.fake_provider import chat_answer, scripted
 from tests.llm.fake_provider import tool_call as call

@@ -8,11 +8,11 @@ import pytest
 
 from apps.audit.models import ToolCall
 from apps.policy import services as policy_services
-from apps.runtime import registry
-from apps.runtime.results import ToolResult
 from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
+from apps.toolkit import registry
+from apps.toolkit.results import ToolResult
 from tests.api.tenant_state import tenant_state
 
 pytestmark = pytest.mark.django_db

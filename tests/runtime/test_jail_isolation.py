@@ -23,12 +23,12 @@ from django.conf import settings
 from apps.mcp_grants import client as mcp_client
 from apps.mcp_grants import services as mcp_services
 from apps.mcp_grants.models import MCPServer
-from apps.runtime import jail
-from apps.runtime.workspace import workspace_for
 from apps.secure_cli import services as cli_services
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
+from apps.toolkit import jail
+from apps.toolkit.workspace import workspace_for
 from config import embedded_db
 from tests.jail_support import programs_visible_in_jail
 from tests.mcp.live_servers import DEMO

@@ -38,7 +38,7 @@ def agent(tenant_a):
 @pytest.fixture
 def withdrawn(monkeypatch):
     """credentialed_exec without its implementation, as in a deployment that does not provide it."""
-    from apps.runtime import registry
+    from apps.toolkit import registry
 
     monkeypatch.delitem(registry._IMPLEMENTATIONS, "credentialed_exec")
     return "credentialed_exec"

@@ -61,7 +61,7 @@ def test_exec_runs_in_the_workspace(member_a, agent):
 
 
 def test_the_safeguard_blocks_even_with_every_deny_group_off(member_a, agent, tenant_a):
-    from apps.runtime.shell_deny import DENY_GROUP_NAMES
+    from apps.toolkit.shell_deny import DENY_GROUP_NAMES
 
     off = {name: False for name in DENY_GROUP_NAMES}
     policy_services.policy_save(

@@ -15,9 +15,9 @@ import pytest
 from apps.policy import services as policy_services
 from apps.runtime.sandbox import manager
 from apps.runtime.sandbox_models import SandboxContainer
-from apps.runtime.workspace import workspace_for
 from apps.tenants import services
 from apps.tenants.actors import Actor
+from apps.toolkit.workspace import workspace_for
 from tests.sandbox.conftest import configure, containers_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox_settings")]

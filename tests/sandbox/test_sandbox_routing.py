@@ -14,14 +14,14 @@ from django_q.models import Schedule
 
 from apps.audit.models import ToolCall
 from apps.custom_tools import services as custom_tool_services
-from apps.runtime.context import CallContext
 from apps.runtime.sandbox import manager, tasks
 from apps.runtime.sandbox_models import SandboxContainer
-from apps.runtime.scrubber import Scrubber
-from apps.runtime.workspace import workspace_for
 from apps.secure_cli import services as cli_services
 from apps.tenants import services
 from apps.tenants.actors import Actor
+from apps.toolkit.context import CallContext
+from apps.toolkit.scrubber import Scrubber
+from apps.toolkit.workspace import workspace_for
 from tests.sandbox.conftest import configure, containers_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox_settings")]

@@ -18,12 +18,12 @@ import pytest
 from django.db import connection
 
 from apps.audit.models import AuditEvent, ToolCall
-from apps.runtime.workspace import workspace_for
 from apps.secure_cli import services
 from apps.secure_cli.models import SecureCLIBinary
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
+from apps.toolkit.workspace import workspace_for
 from tests.secure_cli.support import GRANT_TOKEN, TOKEN, USER_TOKEN, fake_cli, ran
 
 pytestmark = pytest.mark.django_db

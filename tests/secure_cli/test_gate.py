@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from django.db import OperationalError
 
-from apps.runtime import registry
-from apps.runtime.workspace import workspace_for
 from apps.secure_cli import execution, services
 from apps.secure_cli.execution import GATE_UNAVAILABLE
 from apps.secure_cli.models import SecureCLIBinary
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
+from apps.toolkit import registry
+from apps.toolkit.workspace import workspace_for
 from tests import factories
 from tests.secure_cli.support import TOKEN, fake_cli, ran
 from tests.secure_cli.test_credentialed_exec import run

@@ -8,12 +8,12 @@ import os
 import pytest
 
 from apps.audit.models import AuditEvent
-from apps.runtime.workspace import workspace_for
 from apps.skills import services
 from apps.skills.models import Skill, SkillActivation, SkillFile, SkillUse
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
+from apps.toolkit.workspace import workspace_for
 
 pytestmark = pytest.mark.django_db
 

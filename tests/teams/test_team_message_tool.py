@@ -14,12 +14,12 @@ from channels_postgres.models import Message
 from apps.audit.models import AuditEvent
 from apps.realtime import events
 from apps.runtime import pipeline
-from apps.runtime.results import ToolResult
 from apps.teams import board
 from apps.teams.models import Task, TaskEvent, TeamMessage, TeamMessageRead
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
+from apps.toolkit.results import ToolResult
 from tests.teams.conftest import make_crew
 
 pytestmark = pytest.mark.django_db

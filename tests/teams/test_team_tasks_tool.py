@@ -12,12 +12,12 @@ import pytest
 
 from apps.audit.models import ToolCall
 from apps.runtime import pipeline
-from apps.runtime.results import ToolResult
 from apps.teams import board
 from apps.teams.models import Escalation, Task, TaskAttachment, TaskComment, TaskEvent
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
+from apps.toolkit.results import ToolResult
 from tests.teams.conftest import Crew, make_crew
 
 pytestmark = pytest.mark.django_db

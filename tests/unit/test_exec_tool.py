@@ -14,13 +14,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from apps.runtime import registry
-from apps.runtime.context import CallContext
-from apps.runtime.results import ToolResult
-from apps.runtime.shell_deny import DENY_GROUP_NAMES
 from apps.runtime.tools import exec as exec_tool
 from apps.tenants import services
 from apps.tenants.actors import Actor
+from apps.toolkit import processes, registry
+from apps.toolkit.context import CallContext
+from apps.toolkit.results import ToolResult
+from apps.toolkit.shell_deny import DENY_GROUP_NAMES
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -167,7 +167,7 @@ def test_output_is_capped_at_one_mebibyte(make_ctx):
     assert not result.is_error
     assert result.data["stdout_truncated"] is True
     assert "[output truncated at 1MB]" in result.for_llm
-    assert result.for_llm.split("\n", 1)[0] == "a" * exec_tool.OUTPUT_CAP_BYTES
+    assert result.for_llm.split("\n", 1)[0] == "a" * processes.OUTPUT_CAP_BYTES
 
 
 def test_stderr_is_capped_separately(make_ctx):
@@ -184,7 +184,7 @@ def test_endless_output_does_not_exhaust_memory(make_ctx):
     result = run(make_ctx(), "yes exec-output-line", timeout=2)
     assert result.data["timed_out"] is True
     assert result.data["stdout_truncated"] is True
-    assert len(result.for_llm) < exec_tool.OUTPUT_CAP_BYTES + 4096
+    assert len(result.for_llm) < processes.OUTPUT_CAP_BYTES + 4096
     # `yes` writes gigabytes in two seconds; the process keeps only the capped megabyte.
     assert process.memory_info().rss - before < 64 * 1024 * 1024
 
@@ -218,7 +218,7 @@ def test_sanitize_env_strips_seed_003_list():
         "PERL5DB": "x", "NODE_OPTIONS": "x", "HOSTALIASES": "x", "RESOLV_HOST_CONF": "x",
         "LOCALDOMAIN": "x", "AWS_SECRET_ACCESS_KEY": "x", "OPENAI_API_KEY": "x", "KEEP": "yes",
     }  # fmt: skip
-    assert exec_tool.sanitize_env(dirty) == {"KEEP": "yes"}
+    assert processes.sanitize_env(dirty) == {"KEEP": "yes"}
 
 
 @pytest.mark.parametrize("cwd", ["..", "../outside", "/etc", "/tmp", "sub/../../outside", "missing-dir"])

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from apps.runtime import registry, vfs
-from apps.runtime.context import CallContext
-from apps.runtime.results import ToolResult
 from apps.runtime.tools import fs
 from apps.tenants import services
 from apps.tenants.actors import Actor
+from apps.toolkit import registry, vfs
+from apps.toolkit.context import CallContext
+from apps.toolkit.results import ToolResult
 from tests import factories
 
 pytestmark = pytest.mark.django_db

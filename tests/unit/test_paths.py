@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from apps.runtime.workspace import (
+from apps.tenants import services
+from apps.tenants.actors import Actor
+from apps.tenants.models import Agent
+from apps.toolkit.workspace import (
     PathError,
     open_parent,
     open_read,
@@ -17,9 +20,6 @@ from apps.runtime.workspace import (
     safe_user_dir,
     workspace_for,
 )
-from apps.tenants import services
-from apps.tenants.actors import Actor
-from apps.tenants.models import Agent
 
 
 @pytest.fixture

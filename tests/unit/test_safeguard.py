@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from apps.runtime import safeguard
-from apps.runtime.safeguard import check_shell, check_shell_rule, check_write, check_write_rule
+from apps.toolkit import safeguard
+from apps.toolkit.safeguard import check_shell, check_shell_rule, check_write, check_write_rule
 
 ZW = "\u200b"
 DATA = "{data}"  # replaced by settings.DATA_DIR in the tests

@@ -1,4 +1,4 @@
-"""The credential scrubber (apps/runtime/scrubber.py, SPEC B §7.1 with Part A's rules).
+"""The credential scrubber (apps/toolkit/scrubber.py, SPEC B §7.1 with Part A's rules).
 
 Exact outputs for each pattern and for near-misses, registered values, server addresses, idempotence,
 and a comparison with a plain implementation (registered values, Toolgate's patterns 11-13 and the ten
@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import pytest
 from django.test import override_settings
 
-from apps.runtime import scrubber
-from apps.runtime.scrubber import Scrubber, scrubber_for, server_addresses
+from apps.toolkit import scrubber
+from apps.toolkit.scrubber import Scrubber, scrubber_for, server_addresses
 
 R = "[REDACTED]"
 IP = "[SERVER_IP]"

@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from apps.runtime import shell_deny
-from apps.runtime.shell_deny import DENY_GROUP_NAMES, check_command, denied_groups, validate_overrides
+from apps.toolkit import shell_deny
+from apps.toolkit.shell_deny import DENY_GROUP_NAMES, check_command, denied_groups, validate_overrides
 
 ZW = "\u200b"  # zero-width space
 NBSP = "\u00a0"

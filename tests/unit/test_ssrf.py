@@ -1,4 +1,4 @@
-"""The SSRF guard (apps/runtime/ssrf.py) against real local servers.
+"""The SSRF guard (apps/toolkit/ssrf.py) against real local servers.
 
 Layout: a "public" server on 127.0.0.2, allowed through the test seam (``allow_nets``) and nothing else;
 "internal" servers on 127.0.0.1 and [::1] that are never allowed. Blocked requests must raise
@@ -21,7 +21,7 @@ import httpx
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from apps.runtime.ssrf import (
+from apps.toolkit.ssrf import (
     AddressPolicy,
     FetchLimits,
     GuardedNetworkBackend,

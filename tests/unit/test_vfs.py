@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from apps.runtime import registry, vfs
-from apps.runtime.results import ToolResult
-from apps.runtime.workspace import workspace_for
 from apps.tenants import services
 from apps.tenants.actors import Actor
+from apps.toolkit import registry, vfs
+from apps.toolkit.results import ToolResult
+from apps.toolkit.workspace import workspace_for
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -15,9 +15,9 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
-from apps.runtime.context import CallContext
-from apps.runtime.registry import implementation
 from apps.runtime.tools.web import web_fetch, web_search
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import implementation
 from tests.local_http import Handler, LocalServer, serving
 
 PUBLIC_IP = "127.0.0.2"
@@ -40,7 +40,7 @@ PLAIN = "".join(f"{i:04d}-" for i in range(50))  # 250 characters, every positio
 
 
 class FakeScrubber:
-    """Stands in for apps.runtime.scrubber.Scrubber: records what the tool registered."""
+    """Stands in for apps.toolkit.scrubber.Scrubber: records what the tool registered."""
 
     def __init__(self) -> None:
         self.registered: list[str] = []

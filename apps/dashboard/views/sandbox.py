@@ -23,7 +23,6 @@ from django.utils import timezone
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import SandboxSettingsForm, add_service_error
 from apps.dashboard.views.confirm import confirm_action
-from apps.runtime import jail
 from apps.runtime.sandbox import manager, selectors, services
 from apps.runtime.sandbox.config import allowed_images, default_image, host_allowed
 from apps.runtime.sandbox_models import SandboxContainer
@@ -32,6 +31,7 @@ from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent
 from apps.tenants.roles import Role
 from apps.tenants.selectors import agent_list
+from apps.toolkit import jail
 
 MAX_AGENTS = 1000
 BUILD_COMMANDS = (

@@ -6,7 +6,7 @@ tenant's one by one (an agent that sets ``mode`` keeps the tenant's limits). Eve
 ======================  ================  ===========================================================
 key                     default           meaning
 ======================  ================  ===========================================================
-``mode``                ``jail``          ``jail`` (bubblewrap, :mod:`apps.runtime.jail`), ``docker``
+``mode``                ``jail``          ``jail`` (bubblewrap, :mod:`apps.toolkit.jail`), ``docker``
                                           (a container, :mod:`apps.runtime.sandbox.manager`) or
                                           ``host`` (only where the operator sets
                                           ``TOOLGATE_ALLOW_HOST_EXEC=1``)
@@ -42,7 +42,7 @@ from typing import Any
 
 from django.conf import settings
 
-from apps.runtime.jail import Limits
+from apps.toolkit.jail import Limits
 
 JAIL, DOCKER, HOST = "jail", "docker", "host"
 MODES = (JAIL, DOCKER, HOST)

@@ -60,13 +60,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.runtime.sandbox.config import TMPFS_MOUNTS, SandboxConfig
-from apps.runtime.tools.exec import Capture, RunOutcome
-from apps.runtime.workspace import real_workspace, workspace_root
+from apps.toolkit.processes import Capture, RunOutcome
+from apps.toolkit.workspace import real_workspace, workspace_root
 
 if TYPE_CHECKING:
-    from apps.runtime.context import CallContext
     from apps.runtime.sandbox_models import SandboxContainer
     from apps.tenants.models import Agent, Tenant
+    from apps.toolkit.context import CallContext
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@
 :meth:`Placement.run`. The call's effective ``sandbox`` settings (:mod:`apps.runtime.sandbox.config`)
 choose one of:
 
-* ``jail`` (the default): bubblewrap around the call's workspace (:mod:`apps.runtime.jail`);
+* ``jail`` (the default): bubblewrap around the call's workspace (:mod:`apps.toolkit.jail`);
 * ``docker``: the call's container (:mod:`apps.runtime.sandbox.manager`);
 * ``host``: the host itself, only where the operator allows it (``TOOLGATE_ALLOW_HOST_EXEC``).
 
@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apps.runtime import jail as jails
 from apps.runtime.sandbox import manager
 from apps.runtime.sandbox.config import DOCKER, HOST, JAIL, SandboxConfig
-from apps.runtime.tools.exec import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, RunOutcome, run_process
-from apps.runtime.workspace import real_workspace
+from apps.toolkit import jail as jails
+from apps.toolkit.processes import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, RunOutcome, run_process
+from apps.toolkit.workspace import real_workspace
 
 if TYPE_CHECKING:
-    from apps.runtime.context import CallContext
+    from apps.toolkit.context import CallContext
 
 UNAVAILABLE = (jails.JailUnavailable, manager.SandboxUnavailable)
 

@@ -17,13 +17,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.runtime import jail
 from apps.runtime.sandbox import manager, selectors, services
 from apps.runtime.sandbox.config import allowed_images, host_allowed
 from apps.runtime.sandbox_api import serializers as s
 from apps.runtime.sandbox_models import SandboxContainer
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.roles import Role
+from apps.toolkit import jail
 
 
 def container_data(row: SandboxContainer, *, with_usage: bool = True) -> dict[str, Any]:

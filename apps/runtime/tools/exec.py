@@ -5,19 +5,19 @@ credentialed path instead: no shell, its own checks, credentials injected and sc
 
 This is the documented exception to "no shell": the command goes to ``/bin/sh -c`` only after
 
-1. the unconditional safeguard (:mod:`apps.runtime.safeguard`): always, whatever the settings;
-2. the configurable deny groups (:mod:`apps.runtime.shell_deny`) with the effective
+1. the unconditional safeguard (:mod:`apps.toolkit.safeguard`): always, whatever the settings;
+2. the configurable deny groups (:mod:`apps.toolkit.shell_deny`) with the effective
    ``tools.exec.deny_groups`` overrides (agent over tenant); ``package_install`` is skipped for a call
    whose approval covered it (``CallContext.approved_deny_groups``);
 3. the secure-CLI gate: no program of the command may be a restricted CLI the agent is not granted.
 
 and then runs where the call's processes run (:mod:`apps.runtime.sandbox.placement`): in the jail by
-default (:mod:`apps.runtime.jail`: only the workspace, at ``/workspace``, no network unless turned on),
+default (:mod:`apps.toolkit.jail`: only the workspace, at ``/workspace``, no network unless turned on),
 in the call's Docker container, or on the host only where the operator allows it. The checks above are
 the second layer; the jail is the guarantee. It runs with:
 
 * the working directory inside the workspace (``cwd`` resolved with
-  :func:`apps.runtime.workspace.resolve_path`: no escapes, no symlinks);
+  :func:`apps.toolkit.workspace.resolve_path`: no escapes, no symlinks);
 * a minimal environment built from scratch (PATH, HOME = the workspace as the command sees it, LANG,
   TERM=dumb), never the server's, which holds ``SECRET_KEY``, ``DATABASE_URL`` and the like; seed
   003's strip list is applied on top so no loader or shell start-up variable can ever get through;
@@ -31,84 +31,32 @@ Output is scrubbed of credentials by the pipeline, not here.
 
 from __future__ import annotations
 
-import os
-import re
-import selectors
 import signal
-import subprocess
-import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
-from apps.runtime import safeguard, shell_deny, shell_parse
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
-from apps.runtime.workspace import PathError, real_workspace, relative_to_workspace, resolve_path
+from apps.toolkit import safeguard, shell_deny, shell_parse
+from apps.toolkit.context import CallContext
+from apps.toolkit.processes import (
+    DEFAULT_TIMEOUT_SECONDS,
+    MAX_TIMEOUT_SECONDS,
+    SHELL,
+    RunOutcome,
+    minimal_env,
+)
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
+from apps.toolkit.workspace import PathError, real_workspace, relative_to_workspace, resolve_path
 
 if TYPE_CHECKING:
     from apps.runtime.sandbox.placement import Placement
 
-SHELL = "/bin/sh"
-DEFAULT_TIMEOUT_SECONDS = 60
-MAX_TIMEOUT_SECONDS = 300
-KILL_GRACE_SECONDS = 3.0
-OUTPUT_CAP_BYTES = 1024 * 1024  # per stream (SPEC B §5.3: "[output truncated at 1MB]")
-_READ_CHUNK = 64 * 1024
-# After the shell exits, background children may still hold the pipes open; wait this long for them
-# to finish writing before the group is killed.
-_DRAIN_AFTER_EXIT_SECONDS = 0.5
-
-SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 TIMEOUT_HINT = "run shorter steps, or pass a larger timeout (at most 300)"
 SANDBOX_TIMEOUT_HINT = "run shorter steps, or pass a larger timeout (at most the sandbox's limit)"
 KILLED_EXIT_CODE = 128 + 9  # sh's status for a child killed by SIGKILL
 # The one deny group an exec approval can lift (SPEC B §6.2: package installs go to approval).
 APPROVABLE_DENY_GROUP = "package_install"
-
-# Seed 003 ``sanitizedEnv()``: names stripped whatever their origin, plus whole prefixes.
-ENV_STRIP_NAMES = frozenset(
-    {
-        "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "IFS", "CDPATH", "BASH_ENV",
-        "ENV", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "PYTHONSTARTUP", "PYTHONPATH",
-        "RUBYOPT", "RUBYLIB", "PERL5OPT", "PERL5LIB", "PERL5DB", "NODE_OPTIONS", "HOSTALIASES",
-        "RESOLV_HOST_CONF", "LOCALDOMAIN",
-    }
-)  # fmt: skip
-ENV_STRIP_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_")
-# SPEC B §5.3 ``staticCredentialEnvKeys``: never handed to a shell either.
-CREDENTIAL_ENV_NAMES = frozenset(
-    {
-        "GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GH_CONFIG_DIR", "ANTHROPIC_API_KEY",
-        "OPENAI_API_KEY", "NPM_TOKEN", "DOCKER_PASSWORD", "DOCKER_AUTH", "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS", "HUGGINGFACE_TOKEN",
-        "HF_TOKEN", "GCP_SA_KEY", "AZURE_CLIENT_SECRET", "CLOUDFLARE_API_TOKEN",
-    }
-)  # fmt: skip
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def sanitize_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` without seed 003's dangerous variables (loader, shell start-up, interpreter hooks,
-    resolver overrides) and the known credential variables; malformed names are dropped too."""
-    return {
-        name: value
-        for name, value in env.items()
-        if _ENV_NAME.match(name)
-        and name not in ENV_STRIP_NAMES
-        and name not in CREDENTIAL_ENV_NAMES
-        and not name.startswith(ENV_STRIP_PREFIXES)
-        and "\x00" not in value
-    }
-
-
-def minimal_env(workspace: Path) -> dict[str, str]:
-    """The whole environment of a command: built from nothing, so no server variable can leak."""
-    return sanitize_env(
-        {"PATH": SAFE_PATH, "HOME": str(workspace), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "dumb"}
-    )
 
 
 def effective_timeout(
@@ -125,172 +73,6 @@ def effective_timeout(
         if isinstance(value, int) and not isinstance(value, bool):
             return max(1, min(limit, value))
     return default
-
-
-@dataclass
-class Capture:
-    """One output stream, kept up to the cap; everything past it is read and dropped."""
-
-    chunks: list[bytes] = field(default_factory=list)
-    size: int = 0
-    truncated: bool = False
-
-    def add(self, data: bytes) -> None:
-        room = OUTPUT_CAP_BYTES - self.size
-        if room <= 0:
-            self.truncated = self.truncated or bool(data)
-            return
-        if len(data) > room:
-            self.truncated = True
-            data = data[:room]
-        self.chunks.append(data)
-        self.size += len(data)
-
-    def text(self) -> str:
-        return b"".join(self.chunks).decode("utf-8", errors="replace")
-
-
-@dataclass
-class RunOutcome:
-    """What happened to a command."""
-
-    exit_code: int | None
-    stdout: Capture
-    stderr: Capture
-    timed_out: bool
-    seconds: float
-
-
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Send ``sig`` to the process group; False when the group no longer exists."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        # A member changed its credentials (setuid binary): it is no longer ours to signal.
-        return False
-    return True
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a member of the group still runs. Zombies (dead, waiting to be reaped by whoever
-    adopted them) do not count; without /proc, any member counts."""
-    if not _signal_group(pgid, 0):  # signal 0: existence check only
-        return False
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # After "pid (comm)": state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-def _kill_group(pgid: int, process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the whole group, give it :data:`KILL_GRACE_SECONDS`, then SIGKILL what is left."""
-    if not _signal_group(pgid, signal.SIGTERM):
-        return
-    deadline = time.monotonic() + KILL_GRACE_SECONDS
-    while time.monotonic() < deadline:
-        process.poll()  # reap our own child so it does not linger as a zombie member
-        if not _group_alive(pgid):
-            return
-        time.sleep(0.05)
-    _signal_group(pgid, signal.SIGKILL)
-
-
-def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeout: float) -> RunOutcome:
-    """Run ``command`` with ``/bin/sh -c`` and collect its output within the limits (see module doc).
-
-    The caller must already have passed the command through the safeguard and the deny groups."""
-    # The documented, checked `sh -c` (STYLE "Don't" 7): an argv list, no shell=True; the command was
-    # vetted by the safeguard and the deny groups before this point.
-    return run_process([SHELL, "-c", command], cwd=cwd, env=env, timeout=timeout)
-
-
-def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float) -> RunOutcome:
-    """Run the program ``argv`` names (no shell) in its own session and process group, stdin closed,
-    each output stream kept up to 1 MiB, the whole group killed at the timeout or when leftovers
-    outlive it."""
-    started = time.monotonic()
-    deadline = started + timeout
-    process = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,  # own session and process group: the unit a timeout kills
-        close_fds=True,
-    )
-    pgid = process.pid  # a new session's leader: its pid is the group id
-    stdout, stderr = Capture(), Capture()
-    streams: list[tuple[IO[bytes], Capture]] = []
-    if process.stdout is not None:
-        streams.append((process.stdout, stdout))
-    if process.stderr is not None:
-        streams.append((process.stderr, stderr))
-    timed_out = False
-    exited_at: float | None = None
-    selector = selectors.DefaultSelector()
-    try:
-        for stream, capture in streams:
-            selector.register(stream, selectors.EVENT_READ, capture)
-        while selector.get_map():
-            now = time.monotonic()
-            if now >= deadline:
-                timed_out = process.poll() is None
-                break
-            if exited_at is None and process.poll() is not None:
-                exited_at = now
-            if exited_at is not None and now - exited_at > _DRAIN_AFTER_EXIT_SECONDS:
-                break  # the shell is done; only leftover background processes hold the pipes
-            wait = min(deadline - now, 0.1 if exited_at is not None else 0.5)
-            for key, _ in selector.select(timeout=wait):
-                # One read of what is there (never blocks after select); memory stays capped.
-                data = os.read(key.fd, _READ_CHUNK)
-                if data:
-                    key.data.add(data)
-                else:
-                    selector.unregister(key.fileobj)
-        if timed_out:
-            _kill_group(pgid, process)
-        elif process.poll() is None:
-            # Pipes closed but the shell has not exited yet (it closed its outputs): wait the rest.
-            try:
-                process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(pgid, process)
-        process.wait()
-        # Anything of the group still running (a backgrounded "sleep 1000 &") dies with the call.
-        if _group_alive(pgid):
-            _kill_group(pgid, process)
-    finally:
-        selector.close()
-        for stream, _capture in streams:
-            stream.close()
-        if process.poll() is None:  # only on an unexpected error above
-            _signal_group(pgid, signal.SIGKILL)
-            process.wait()
-    return RunOutcome(
-        exit_code=None if timed_out else process.returncode,
-        stdout=stdout,
-        stderr=stderr,
-        timed_out=timed_out,
-        seconds=time.monotonic() - started,
-    )
 
 
 def _resolve_cwd(ctx: CallContext, requested: Any) -> Path | str:

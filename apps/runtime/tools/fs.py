@@ -1,6 +1,6 @@
 """The fs tools: read_file, write_file, edit, list_files, search and glob, on the call's workspace.
 
-Every path goes through :func:`apps.runtime.workspace.resolve_path` (SPEC B §8 plus sensitive paths and
+Every path goes through :func:`apps.toolkit.workspace.resolve_path` (SPEC B §8 plus sensitive paths and
 PathDenyable prefixes), and every open goes component by component with ``O_NOFOLLOW`` (``open_parent``
 / ``open_read`` / ``os.fwalk``), so what was checked is what is used even if the agent re-points a
 symlink in between (an agent with ``exec`` can). Outputs name paths relative to the workspace, never the
@@ -24,11 +24,11 @@ from typing import Any
 
 import regex
 
-from apps.runtime import vfs
-from apps.runtime.context import CallContext
-from apps.runtime.registry import ToolFunction, tool
-from apps.runtime.results import ToolResult
-from apps.runtime.workspace import (
+from apps.toolkit import vfs
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import ToolFunction, tool
+from apps.toolkit.results import ToolResult
+from apps.toolkit.workspace import (
     FILE_MODE,
     PathError,
     check_open_file,

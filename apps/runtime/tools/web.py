@@ -1,5 +1,5 @@
 """The web tools: ``web_fetch`` (a public URL as Markdown or text, paginated) and ``web_search`` (Brave or
-DuckDuckGo, chosen per tenant/agent). Every request goes through the SSRF guard (apps/runtime/ssrf.py).
+DuckDuckGo, chosen per tenant/agent). Every request goes through the SSRF guard (apps/toolkit/ssrf.py).
 
 Settings (``ctx.settings_for(...)``, tenant overlaid by agent):
 
@@ -20,10 +20,10 @@ import httpx
 from bs4 import BeautifulSoup, Tag
 from markdownify import MarkdownConverter
 
-from apps.runtime.context import CallContext
-from apps.runtime.registry import tool
-from apps.runtime.results import ToolResult
-from apps.runtime.ssrf import FetchLimits, FetchResult, SSRFBlocked, fetch
+from apps.toolkit.context import CallContext
+from apps.toolkit.registry import tool
+from apps.toolkit.results import ToolResult
+from apps.toolkit.ssrf import FetchLimits, FetchResult, SSRFBlocked, fetch
 
 DEFAULT_MAX_CHARS = 20_000
 MIN_MAX_CHARS = 100

@@ -8,8 +8,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.runtime.registry import implemented
 from apps.tenants.api.base import TenantViewMixin
+from apps.toolkit.registry import implemented
 from apps.tools.catalog import ALIASES, CATALOG, COMPOSITE_ALIASES, COMPOSITE_GROUP, GROUPS, PROFILES
 
 

@@ -13,7 +13,7 @@ Two checks:
   ``.docker/config.json``) and ``settings.DATA_DIR`` (database, secret key, encryption key), checked on
   the path as written *and* with symlinks resolved, so a link cannot point a write somewhere protected.
 
-Both return a message for the LLM, or None. Commands are read with :mod:`apps.runtime.shell_parse`, which
+Both return a message for the LLM, or None. Commands are read with :mod:`apps.toolkit.shell_parse`, which
 sees through ``;``, ``&&``, ``||``, pipes, ``&``, newlines, ``$(…)``, backticks, quoting tricks and
 wrappers (``env``, ``nohup``, ``timeout``, ``sh -c`` …) up to three levels; deeper nesting is refused
 because what it runs cannot be seen.
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from apps.runtime import shell_parse
+from apps.toolkit import shell_parse
 
 # Seed 003, Linux. /lib* are listed because on systems without the merged /usr they are real
 # directories (with it they are symlinks into /usr, which resolving covers anyway).

@@ -9,7 +9,7 @@ their :meth:`~Interceptor.entries` to a listing of the workspace root.
 The fs tools keep the formatting: ``read_file`` numbers the lines an interceptor :meth:`~Interceptor.load`s
 with its own offset and limit, ``edit`` applies the same exact-match replacement to the loaded text and
 :meth:`~Interceptor.store`s the result. An interceptor answers refusals and "not found" itself, as a
-:class:`~apps.runtime.results.ToolResult`.
+:class:`~apps.toolkit.results.ToolResult`.
 
 Interceptors register from their app's ``AppConfig.ready`` with :func:`register`.
 """
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from apps.runtime.context import CallContext
-    from apps.runtime.results import ToolResult
+    from apps.toolkit.context import CallContext
+    from apps.toolkit.results import ToolResult
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from apps.runtime.context import CallContext
-from apps.runtime.results import ToolResult
+from apps.toolkit.context import CallContext
+from apps.toolkit.results import ToolResult
 
 ToolFunction = Callable[[CallContext, dict[str, Any]], ToolResult]
 

@@ -28,7 +28,7 @@ started by Toolgate with an explicit argument list, never through a shell. Insid
   limit is ``RLIMIT_NPROC``, counted per jail (its own user namespace); when Toolgate itself runs as
   root the kernel does not apply that limit, so a ``pids`` cgroup per jail is used instead where one
   can be made (cgroup v1 or v2). The caller adds its wall-clock timeout and output caps
-  (:func:`apps.runtime.tools.exec.run_process`).
+  (:func:`apps.toolkit.processes.run_process`).
 
 When the process the jail was made for exits, the jail's pid namespace ends and takes every process
 left in it along (a backgrounded ``sleep 1000 &`` never outlives its call).
@@ -56,7 +56,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from apps.runtime.tools.exec import RunOutcome, run_process
+from apps.toolkit.processes import RunOutcome, run_process
 
 logger = logging.getLogger(__name__)
 
@@ -643,7 +643,7 @@ def run(
 ) -> RunOutcome:
     """Run the program ``argv`` in ``jail`` with the working directory ``cwd`` (a host path inside the
     workspace) and exactly the environment ``env``, within ``timeout`` seconds and the output caps of
-    :func:`apps.runtime.tools.exec.run_process`. Raises :class:`JailUnavailable`."""
+    :func:`apps.toolkit.processes.run_process`. Raises :class:`JailUnavailable`."""
     started = launch(jail, argv, cwd=jail.path_inside(cwd))
     try:
         # The jailed process's host-side working directory does not matter (bubblewrap changes into

@@ -1,7 +1,7 @@
 """Checks of an outbound URL and of extra request headers that a tenant admin configures, with messages
 written for the person who typed them.
 
-A URL passes :class:`~apps.runtime.ssrf.AddressPolicy` when it is saved (scheme, no user info, no
+A URL passes :class:`~apps.toolkit.ssrf.AddressPolicy` when it is saved (scheme, no user info, no
 metadata or private host); its name is resolved once here for a clear answer, and every request checks
 the address again at connect time. Plain ``http`` is accepted only for a host whose every address lies
 inside the SSRF guard's test networks (``TOOLGATE_SSRF_ALLOW_NETS``).
@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from apps.runtime.ssrf import AddressPolicy, SSRFBlocked
+from apps.toolkit.ssrf import AddressPolicy, SSRFBlocked
 
 MAX_HEADERS = 20
 MAX_HEADER_NAME_CHARS = 64

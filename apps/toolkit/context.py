@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from apps.runtime.scrubber import Scrubber
     from apps.tenants.actors import Actor
     from apps.tenants.models import Agent, Tenant
+    from apps.toolkit.scrubber import Scrubber
 
 ORIGINS = ("user", "comm", "app", "skill", "system")
 

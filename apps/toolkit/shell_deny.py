@@ -15,12 +15,12 @@ The expressions are the upstream RE2 ones, translated to Python ``re`` with thes
 * Everything else (``.`` not crossing newlines, ``^`` at the start, inline ``(?i)``) means the same.
 
 The patterns run against the normalised command (NFKC, invisible characters removed; see
-:mod:`apps.runtime.shell_parse`) and against extra *checking variants* of it: look-alike letters
+:mod:`apps.toolkit.shell_parse`) and against extra *checking variants* of it: look-alike letters
 folded to ASCII, ``$IFS`` expanded to a space, and each simple command of a chain on its own, in its
 source form and with its quotes removed. Matching more forms can only deny more; the start-anchored
 ``env_dump`` patterns thereby also catch ``ls; env``.
 
-This layer is configurable; the unconditional one is :mod:`apps.runtime.safeguard`, which always runs
+This layer is configurable; the unconditional one is :mod:`apps.toolkit.safeguard`, which always runs
 first.
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from apps.runtime import shell_parse
+from apps.toolkit import shell_parse
 
 # A download piped into (or substituted into) a program that runs it: shells, and the interpreters that
 # run a script read from standard input. Upstream's two patterns miss most spellings: combined short

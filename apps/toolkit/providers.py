@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import jsonschema
 
 if TYPE_CHECKING:
-    from apps.runtime.context import CallContext
-    from apps.runtime.results import ToolResult
     from apps.tenants.models import Agent, Tenant
+    from apps.toolkit.context import CallContext
+    from apps.toolkit.results import ToolResult
 
 
 class ToolRefused(Exception):
