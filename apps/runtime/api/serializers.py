@@ -94,14 +94,16 @@ class CallScopeQueryInput(StrictSerializer):
         max_length=10000,
         required=False,
         allow_blank=True,
-        default="",
-        help_text="Comma-separated names, group: references or * patterns; a final intersection.",
+        default=None,
+        help_text="Comma-separated names, group: references or * patterns; a final intersection. "
+        "Given but empty (`tool_allow=`), it allows nothing, as an empty list in a call's context does.",
     )
 
     @staticmethod
-    def tool_allow_names(raw: str) -> tuple[str, ...] | None:
-        """The request's allow list from the comma-separated parameter (None when not given)."""
-        return tuple(n.strip() for n in raw.split(",") if n.strip()) if raw else None
+    def tool_allow_names(raw: str | None) -> tuple[str, ...] | None:
+        """The request's allow list from the comma-separated parameter: None when not given (no
+        narrowing), empty when given empty (nothing allowed: an empty list never widens)."""
+        return tuple(n.strip() for n in raw.split(",") if n.strip()) if raw is not None else None
 
 
 class ToolsQueryInput(CallScopeQueryInput):
