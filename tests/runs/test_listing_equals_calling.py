@@ -105,7 +105,6 @@ def world(tenant_a, agent, provider, fake, live):  # type: ignore[no-untyped-def
     )
     key = factories.make_api_key(tenant_a, Role.MEMBER)
     api = factories.key_client(key)
-    api.tenant = tenant_a
     yield {
         "tenant": tenant_a,
         "system": system,
@@ -150,7 +149,9 @@ def _decision(tenant: Any, call_id: str) -> str:
     return str(ToolCall.objects.for_tenant(tenant).get(pk=call_id).decision)
 
 
-def _rest_call(api: Any, tool: str, args: dict[str, Any], query: dict[str, str]) -> tuple[str, str]:
+def _rest_call(
+    world: dict[str, Any], tool: str, args: dict[str, Any], query: dict[str, str]
+) -> tuple[str, str]:
     context: dict[str, Any] = {
         key: value for key, value in query.items() if key in ("user_id", "session_key", "channel", "chat_id")
     }
@@ -158,10 +159,10 @@ def _rest_call(api: Any, tool: str, args: dict[str, Any], query: dict[str, str])
     if "tool_allow" in query:
         context["tool_allow"] = [name for name in query["tool_allow"].split(",") if name]
     body = {"agent": "bot", "tool": tool, "args": args, "context": context}
-    response = api.post("/api/v1/runtime/execute", body, format="json")
+    response = world["api"].post("/api/v1/runtime/execute", body, format="json")
     assert response.status_code == 200, response.content
     answer = response.json()
-    return _decision(api.tenant, answer["call_id"]), str(answer["for_llm"])
+    return _decision(world["tenant"], answer["call_id"]), str(answer["for_llm"])
 
 
 def _over_mcp(world: dict[str, Any], query: dict[str, str]) -> tuple[list[str], dict[str, str], str]:
@@ -246,7 +247,7 @@ def test_every_transport_lists_what_it_lets_call(world, tenant_doc, agent_doc, s
 
     search_mode = "mcp_tool_search" in rest_listed
     for tool, args in PROBES.items():
-        decision, answer = _rest_call(api, tool, args, query)
+        decision, answer = _rest_call(world, tool, args, query)
         callable_ = decision not in NOT_CALLABLE
         deferred = search_mode and tool in SEARCHES and tool in found
         assert callable_ == (tool in rest_listed or deferred), (tool, decision, answer, rest_listed)
