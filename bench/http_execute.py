@@ -1,5 +1,6 @@
-"""``POST /api/v1/runtime/execute`` of ``datetime`` over a real daphne, 16 clients at once, against an
-authenticated DRF endpoint that returns the same JSON (``bench.urls.AuthedView``), in the same run.
+"""``POST /api/v1/runtime/execute`` of ``datetime`` and ``GET /api/v1/agents/<key>/tools`` over a real
+daphne, 16 clients at once, against an authenticated DRF endpoint that returns the same JSON
+(``bench.urls.AuthedView``), in the same run.
 
 Unlike the in-process table this includes everything a real client pays: HTTP parsing in daphne, the
 thread hop of a sync view, a database connection per request (``DATABASE_CONN_MAX_AGE=0``), and for
@@ -92,21 +93,30 @@ def stop_daphne(process: subprocess.Popen[bytes]) -> None:
 
 
 async def _load(
-    base: str, path: str, body: dict[str, Any], headers: dict[str, str], seconds: float, check: str
+    base: str,
+    path: str,
+    body: dict[str, Any] | None,
+    headers: dict[str, str],
+    seconds: float,
+    check: str,
 ) -> tuple[list[float], int, float]:
     latencies: list[float] = []
     errors = 0
     limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS)
     async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=30) as client:
+
+        async def send() -> httpx.Response:  # a POST of ``body``, or a GET when there is none
+            return await (client.get(path) if body is None else client.post(path, json=body))
+
         for _ in range(20):  # warm up connections, the thread pool and the server's caches
-            await client.post(path, json=body)
+            await send()
         deadline = time.perf_counter() + seconds
 
         async def worker() -> None:
             nonlocal errors
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
-                response = await client.post(path, json=body)
+                response = await send()
                 elapsed = (time.perf_counter() - started) * 1000
                 if response.status_code != 200 or check not in response.text:
                     errors += 1
@@ -121,7 +131,7 @@ def measure(
     label: str,
     base: str,
     path: str,
-    body: dict[str, Any],
+    body: dict[str, Any] | None,
     headers: dict[str, str],
     seconds: float,
     check: str,
@@ -133,7 +143,7 @@ def measure(
 
 
 def run(*, db_name: str, api_key: str, agent_key: str, seconds: float) -> str:
-    """Measure both endpoints over one daphne and return the Markdown table."""
+    """Measure the baseline, execute and the tools listing over one daphne; the Markdown table."""
     from bench.urls import AUTHED_BASELINE_PATH
 
     process, base = start_daphne(db_name)
@@ -157,6 +167,15 @@ def run(*, db_name: str, api_key: str, agent_key: str, seconds: float) -> str:
             seconds,
             '"is_error":false',
         )
+        listing = measure(
+            "GET /api/v1/agents/<key>/tools (openai)",
+            base,
+            f"/api/v1/agents/{agent_key}/tools",
+            None,
+            headers,
+            seconds,
+            '"datetime"',
+        )
     finally:
         stop_daphne(process)
     lines = [
@@ -165,7 +184,7 @@ def run(*, db_name: str, api_key: str, agent_key: str, seconds: float) -> str:
         "| endpoint | requests | req/s | p50 ms | p99 ms | errors | p50 vs baseline |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for result in (baseline, execute):
+    for result in (baseline, execute, listing):
         ratio_text = f"{result.p50_ms / baseline.p50_ms:.2f}x"
         lines.append(
             f"| {result.label} | {result.requests} | {result.rps:,.0f} | {result.p50_ms:.1f} "

@@ -1,0 +1,163 @@
+"""Two house rules of the layering (issue 19), checked on the source as ratchets: today's exceptions
+are listed here and may only shrink.
+
+* No import of another app inside a function body (outside ``ready()`` and ``if TYPE_CHECKING:``): such
+  imports hide a dependency from a reader; import-linter already counts them in the layers.
+* No ``.objects.`` in views, API modules and agent-tool modules: reads belong in selectors, writes in
+  services.
+
+When a listed exception goes, remove its entry (or lower its count): the tests fail on a stale entry
+too, so the lists stay exact."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+APPS = ROOT / "apps"
+
+# Cross-app imports inside function bodies that exist today ("path -> module").
+IN_FUNCTION_IMPORTS = frozenset(
+    {
+        "apps/custom_tools/execution.py -> apps.runtime.sandbox.placement",
+        "apps/custom_tools/services.py -> apps.policy",
+        "apps/custom_tools/services.py -> apps.policy.engine",
+        "apps/custom_tools/services.py -> apps.runtime",
+        "apps/custom_tools/services.py -> apps.runtime.pipeline",
+        "apps/custom_tools/services.py -> apps.tenants.selectors",
+        "apps/custom_tools/services.py -> apps.toolkit.scrubber",
+        "apps/custom_tools/services.py -> apps.toolkit.workspace",
+        "apps/dashboard/health.py -> apps.toolkit",
+        "apps/llm/tools.py -> apps.runtime.sandbox.manager",
+        "apps/llm/tools.py -> apps.teams",
+        "apps/llm/tools.py -> apps.teams.selectors",
+        "apps/mcp_grants/client.py -> apps.realtime",
+        "apps/mcp_grants/client.py -> apps.tenants.services",
+        "apps/mcp_grants/client.py -> apps.toolkit.workspace",
+        "apps/memory/selectors.py -> apps.teams.models",
+        "apps/messaging/selectors.py -> apps.policy",
+        "apps/messaging/validation.py -> apps.tenants.models",
+        "apps/policy/documents.py -> apps.toolkit.shell_deny",
+        "apps/policy/tasks.py -> apps.runtime",
+        "apps/runs/cron.py -> apps.messaging",
+        "apps/runs/cron.py -> apps.messaging.models",
+        "apps/runs/cron.py -> apps.messaging.senders",
+        "apps/runs/cron.py -> apps.messaging.validation",
+        "apps/runs/runner.py -> apps.llm.client",
+        "apps/runs/runner.py -> apps.policy.approval_models",
+        "apps/runs/services.py -> apps.policy",
+        "apps/runs/services.py -> apps.policy.approval_models",
+        "apps/runs/services.py -> apps.runtime",
+        "apps/runs/teamwork.py -> apps.teams",
+        "apps/runtime/api/views.py -> apps.secure_cli.selectors",
+        "apps/runtime/pipeline.py -> apps.policy",
+        "apps/runtime/pipeline.py -> apps.policy.approval_models",
+        "apps/runtime/pipeline.py -> apps.secure_cli.execution",
+        "apps/runtime/pipeline.py -> apps.tenants.selectors",
+        "apps/runtime/pipeline.py -> apps.toolkit",
+        "apps/runtime/pipeline.py -> apps.toolkit.processes",
+        "apps/runtime/pipeline.py -> apps.toolkit.scrubber",
+        "apps/runtime/pipeline.py -> apps.toolkit.workspace",
+        "apps/runtime/ratelimit.py -> apps.policy.models",
+        "apps/runtime/sandbox/manager.py -> apps.realtime",
+        "apps/runtime/tools/exec.py -> apps.secure_cli",
+        "apps/secure_cli/execution.py -> apps.runtime.sandbox.placement",
+        "apps/secure_cli/services.py -> apps.runtime",
+        "apps/secure_cli/services.py -> apps.runtime.sandbox.placement",
+        "apps/secure_cli/services.py -> apps.toolkit.workspace",
+        "apps/secure_cli/tool.py -> apps.runtime.sandbox.placement",
+        "apps/tenants/api/views.py -> apps.runtime.config",
+        "apps/tenants/validators.py -> apps.runtime.config",
+        "apps/tools/listing.py -> apps.toolkit",
+    }
+)
+# ``.objects.`` per view, API and agent-tool module today.
+OBJECTS_IN_SURFACE = {
+    "apps/dashboard/views/memory.py": 2,
+    "apps/dashboard/views/messaging.py": 1,
+    "apps/dashboard/views/policy.py": 8,
+    "apps/dashboard/views/runs.py": 3,
+    "apps/dashboard/views/teams.py": 9,
+    "apps/memory/api/views.py": 1,
+    "apps/policy/api/views.py": 3,
+    "apps/sessions/tools.py": 1,
+    "apps/teams/api/access.py": 4,
+    "apps/teams/api/views.py": 1,
+    "apps/teams/tools.py": 5,
+    "apps/tenants/api/base.py": 3,
+}
+
+
+def _modules(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.ImportFrom):
+        if node.module == "apps":
+            return [f"apps.{alias.name}" for alias in node.names]
+        return [node.module] if node.module else []
+    return [alias.name for alias in node.names]
+
+
+def _walk(
+    node: ast.AST, *, where: str, app: str, function: str | None, checking: bool, found: set[str]
+) -> None:
+    for child in ast.iter_child_nodes(node):
+        inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+        under = checking or (isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test))
+        if isinstance(child, (ast.Import, ast.ImportFrom)) and function and function != "ready" and not under:
+            for module in _modules(child):
+                if module.startswith("apps.") and module.split(".")[1] != app:
+                    found.add(f"{where} -> {module}")
+        _walk(child, where=where, app=app, function=inner, checking=under, found=found)
+
+
+def _in_function_imports() -> set[str]:
+    found: set[str] = set()
+    for path in sorted(APPS.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if "migrations" not in relative.parts:
+            tree = ast.parse(path.read_text())
+            _walk(
+                tree, where=str(relative), app=relative.parts[1], function=None, checking=False, found=found
+            )
+    return found
+
+
+def _is_surface(relative: Path) -> bool:
+    parts, name = relative.parts, relative.stem
+    return (
+        "api" in parts
+        or "views" in parts
+        or "views" in name
+        or name in ("tools", "tool", "agent_tools")
+        or (len(parts) > 3 and parts[1] == "runtime" and parts[2] == "tools")
+        or (len(parts) > 3 and parts[2].endswith("_api"))
+    )
+
+
+def _objects_in_surface() -> dict[str, int]:
+    counts = {}
+    for path in sorted(APPS.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if "migrations" in relative.parts or not _is_surface(relative):
+            continue
+        count = len(re.findall(r"\.objects\.", path.read_text()))
+        if count:
+            counts[str(relative)] = count
+    return counts
+
+
+def test_no_new_cross_app_import_inside_a_function():
+    found = _in_function_imports()
+    new = sorted(found - IN_FUNCTION_IMPORTS)
+    assert not new, f"import these at the top of the module (or under TYPE_CHECKING): {new}"
+    gone = sorted(IN_FUNCTION_IMPORTS - found)
+    assert not gone, f"remove these from IN_FUNCTION_IMPORTS, they are gone: {gone}"
+
+
+def test_no_new_orm_query_in_views_api_or_agent_tool_modules():
+    found = _objects_in_surface()
+    grown = {path: n for path, n in found.items() if n > OBJECTS_IN_SURFACE.get(path, 0)}
+    assert not grown, f"read through a selector or write through a service instead: {grown}"
+    shrunk = {path: n for path, n in OBJECTS_IN_SURFACE.items() if found.get(path, 0) < n}
+    assert not shrunk, f"lower these counts in OBJECTS_IN_SURFACE to what is left: {shrunk}"
