@@ -10,6 +10,7 @@ import os
 import platform
 import sys
 import time
+from pathlib import Path
 
 from bench.db import BENCH_DB
 
@@ -19,6 +20,11 @@ os.environ["TOOLGATE_DB_NAME"] = BENCH_DB
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # One log line per request at INFO would measure the console, not the code.
 os.environ.setdefault("LOG_LEVEL", "WARNING")
+# The tests' MCP servers the bench registers run in the jail like any stdio server: their directory is
+# shown read-only there, as an operator lists a server's installation (and as the tests do).
+os.environ.setdefault(
+    "TOOLGATE_JAIL_RO_PATHS", str(Path(__file__).resolve().parent.parent / "tests" / "mcp" / "servers")
+)
 
 import django
 
