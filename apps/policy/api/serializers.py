@@ -7,8 +7,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.policy.models import PolicyVersion, Scope
-from apps.runtime.api.serializers import CallScopeQueryInput
 from apps.tenants.api.base import StrictSerializer
+from apps.toolkit.call_scope import CallScopeQueryInput
 
 
 @extend_schema_field(OpenApiTypes.OBJECT)

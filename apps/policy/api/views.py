@@ -24,13 +24,13 @@ from apps.policy import engine, services
 from apps.policy.api import serializers as s
 from apps.policy.engine import CallScope, Explanation
 from apps.policy.models import PolicyDocument, PolicyVersion, Scope
-from apps.runtime.api.views import CALL_SCOPE_PARAMETERS
 from apps.tenants.access import access_agent
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role
+from apps.toolkit.call_scope import CALL_SCOPE_PARAMETERS
 from apps.tools.catalog import CATALOG
 
 # --- documents -------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from apps.tenants.access import runtime_agent
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.roles import Role
+from apps.toolkit.call_scope import CALL_SCOPE_PARAMETERS, CallScopeQueryInput
 from apps.tools import listing, presentation
 
 # What an omitted "context" means (the defaults of CallContextInput).
@@ -129,17 +130,6 @@ class ExecuteView(TenantViewMixin, APIView):
         return response
 
 
-# The query parameters of s.CallScopeQueryInput, for the schema of the views that read them.
-CALL_SCOPE_PARAMETERS = [
-    OpenApiParameter("provider", OpenApiTypes.STR),
-    OpenApiParameter("user_id", OpenApiTypes.STR),
-    OpenApiParameter("channel", OpenApiTypes.STR),
-    OpenApiParameter("chat_id", OpenApiTypes.STR),
-    OpenApiParameter("subagent_depth", OpenApiTypes.INT),
-    OpenApiParameter("tool_allow", OpenApiTypes.STR, description="comma-separated, a final intersection"),
-]
-
-
 class AgentToolsView(TenantViewMixin, APIView):
     """The tool definitions this agent may use now, sorted by name (stable for prompt caching)."""
 
@@ -175,7 +165,7 @@ class AgentToolsView(TenantViewMixin, APIView):
                 tenant=self.actor.tenant,
                 agent=agent,
                 scope=scope,
-                tool_allow=s.CallScopeQueryInput.tool_allow_names(params["tool_allow"]),
+                tool_allow=CallScopeQueryInput.tool_allow_names(params["tool_allow"]),
             ),
             style=params["style"],
             include_unavailable=params["include_unavailable"],

@@ -50,11 +50,11 @@ from rest_framework.serializers import CharField, ChoiceField
 from apps.audit import context as request_context
 from apps.policy.engine import CallScope
 from apps.runtime import caller
-from apps.runtime.api.serializers import CallScopeQueryInput
 from apps.runtime.mcp_endpoint import server
 from apps.tenants.access import runtime_agent
 from apps.tenants.authentication import ApiKeyAuthentication
 from apps.tenants.errors import ErrorCode, Forbidden
+from apps.toolkit.call_scope import CallScopeQueryInput
 from apps.tools.presentation import STYLES
 
 logger = logging.getLogger("toolgate.request")
