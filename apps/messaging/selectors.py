@@ -14,7 +14,7 @@ from apps.messaging.models import Channel, OutboundMessage
 from apps.tenants.scoping import TenantQuerySet
 
 if TYPE_CHECKING:
-    from apps.policy.engine import CallScope
+    from apps.policy.engine import CallScope, Resolved
     from apps.tenants.actors import Actor
     from apps.tenants.models import Agent, Tenant
 
@@ -74,8 +74,13 @@ def call_tool_allow(
         return tuple(tool_allow) if tool_allow is not None else None
     from apps.policy import engine
 
-    resolved = engine.resolve(tenant, agent, scope)
-    names = set(resolved.allowed(topic))
-    if tool_allow is not None:
-        names &= set(resolved.allowed(tool_allow))
-    return tuple(sorted(names))
+    return tuple(sorted(narrowed_by_topic(engine.resolve(tenant, agent, scope), topic, tool_allow)))
+
+
+def narrowed_by_topic(
+    resolved: Resolved, topic: Sequence[str], tool_allow: Sequence[str] | None
+) -> list[str]:
+    """The tools ``resolved`` allows for a call's own ``tool_allow``, kept to those the channel topic's
+    list (``topic``) allows too: the one intersection a call and a listing both make."""
+    in_topic = set(resolved.allowed(topic))
+    return [name for name in resolved.allowed(tool_allow) if name in in_topic]

@@ -34,7 +34,7 @@ import jsonschema
 
 from apps.audit import context as request_context
 from apps.audit.models import ToolCall
-from apps.messaging.selectors import topic_tool_allow
+from apps.messaging.selectors import narrowed_by_topic, topic_tool_allow
 from apps.policy import approvals, engine
 from apps.policy.approvals import Verdict
 from apps.policy.engine import CallScope, Resolved
@@ -212,11 +212,12 @@ class _Call:
         )
         # The final list: the policy's, ∩ the channel topic's allow list (``groupToolAllow``) when the
         # call's channel and chat have one, ∩ the request's own. Every transport gets it from here.
-        self.allowed = self.policy.allowed(request.tool_allow)
         topic = topic_tool_allow(tenant, request.channel, request.chat_id)
-        if topic is not None:
-            in_topic = set(self.policy.allowed(topic))
-            self.allowed = [name for name in self.allowed if name in in_topic]
+        self.allowed = (
+            self.policy.allowed(request.tool_allow)
+            if topic is None
+            else narrowed_by_topic(self.policy, topic, request.tool_allow)
+        )
         self.scrubber = Scrubber([*secrets[0].values(), *secrets[1].values()])
         self.name, self.args = request.tool, request.args
         self.resolved = ""

@@ -12,18 +12,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.audit.models import ToolCall
-from apps.messaging import selectors as topic_tools
 from apps.policy.engine import CallScope
 from apps.runtime import caller, pipeline
 from apps.runtime.api import serializers as s
 from apps.runtime.approval_wait import finish_after_decision
-from apps.runtime.selectors import tool_call_list
+from apps.runtime.selectors import agent_tool_definitions, tool_call_list
 from apps.tenants.access import runtime_agent
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.roles import Role
 from apps.toolkit.call_scope import CALL_SCOPE_PARAMETERS, CallScopeQueryInput
-from apps.tools import listing, presentation
+from apps.tools import presentation
 
 # What an omitted "context" means (the defaults of CallContextInput).
 DEFAULT_CONTEXT: dict[str, Any] = {
@@ -157,16 +156,11 @@ class AgentToolsView(TenantViewMixin, APIView):
             chat_id=params["chat_id"],
             subagent_depth=params["subagent_depth"],
         )
-        definitions = listing.definitions(
+        definitions = agent_tool_definitions(
             tenant=self.actor.tenant,
             agent=agent,
             scope=scope,
-            tool_allow=topic_tools.call_tool_allow(
-                tenant=self.actor.tenant,
-                agent=agent,
-                scope=scope,
-                tool_allow=CallScopeQueryInput.tool_allow_names(params["tool_allow"]),
-            ),
+            tool_allow=CallScopeQueryInput.tool_allow_names(params["tool_allow"]),
             style=params["style"],
             include_unavailable=params["include_unavailable"],
             session_key=params["session_key"],

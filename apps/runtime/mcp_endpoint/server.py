@@ -22,14 +22,14 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
 from apps.audit import context as request_context
-from apps.messaging import selectors as topic_tools
 from apps.policy.engine import CallScope
 from apps.runtime import pipeline
 from apps.runtime.approval_wait import finish_after_decision
+from apps.runtime.selectors import agent_tool_definitions
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
 from apps.tenants.roles import Role
-from apps.tools import listing, presentation
+from apps.tools import presentation
 
 CALLER_KEY = "toolgate.mcp_caller"
 # The origin of every call made over MCP: the key's own (``user`` unless an owner restricted the key), as
@@ -75,16 +75,11 @@ def _bind(caller: Caller) -> Any:
 def _definitions(caller: Caller) -> list[dict[str, Any]]:
     token = _bind(caller)
     try:
-        found = listing.definitions(
+        found = agent_tool_definitions(  # what the REST listing serves for the same scope
             tenant=caller.actor.tenant,
             agent=caller.agent,
             scope=caller.scope,
-            tool_allow=topic_tools.call_tool_allow(  # as the call applies it (and the REST listing)
-                tenant=caller.actor.tenant,
-                agent=caller.agent,
-                scope=caller.scope,
-                tool_allow=caller.tool_allow,
-            ),
+            tool_allow=caller.tool_allow,
             style=caller.style,
             session_key=caller.session_key,
         )
