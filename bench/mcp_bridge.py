@@ -132,6 +132,7 @@ def _measure(
     from apps.runtime import pipeline
     from apps.tenants.actors import Actor
     from apps.tenants.models import Agent
+    from apps.toolkit import gateway
     from bench.http_execute import start_daphne, stop_daphne
     from tests.mcp.live_servers import stdio_fields
 
@@ -154,7 +155,7 @@ def _measure(
             direct = asyncio.run(_direct(transport, url, tool, args, expect, seconds))
 
             def bridged(name: str = registered, args: dict[str, Any] = args, expect: str = expect) -> None:
-                request = pipeline.CallRequest(agent=agent, tool=name, args=args)
+                request = gateway.CallRequest(agent=agent, tool=name, args=args)
                 outcome = pipeline.execute(actor=actor, request=request)
                 assert outcome.result.for_llm == expect, outcome.result.for_llm
 

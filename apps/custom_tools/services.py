@@ -17,12 +17,17 @@ from apps.custom_tools import validation
 from apps.custom_tools.errors import CustomToolErrorCode
 from apps.custom_tools.execution import ToolSpec, execute, mask
 from apps.custom_tools.models import DEFAULT_TIMEOUT_SECONDS, CustomTool
+from apps.policy import engine
+from apps.policy.engine import CallScope
 from apps.realtime import events
 from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError, invalid_fields
 from apps.tenants.models import Agent
+from apps.tenants.selectors import setting_secrets_for_call
 from apps.tenants.services import config_changed
+from apps.toolkit import context as call_context
 from apps.toolkit.context import CallContext
+from apps.toolkit.scrubber import Scrubber
 
 TOPIC = "custom_tools"
 FIELDS = (
@@ -223,29 +228,21 @@ def custom_tool_delete(*, actor: Actor, tool: CustomTool) -> None:
 def _test_context(*, actor: Actor, agent: Agent, user_id: str) -> CallContext:
     """The call context the pipeline would give ``agent`` for ``user_id``: its workspace, its effective
     exec deny groups and tool settings, and a fresh scrubber holding the setting secrets."""
-    from apps.policy import engine
-    from apps.policy.engine import CallScope
     from apps.runtime import config
-    from apps.runtime.pipeline import _tool_settings
-    from apps.tenants.selectors import setting_secrets_for_call
-    from apps.toolkit.scrubber import Scrubber
-    from apps.toolkit.workspace import workspace_for
 
     tenant = actor.tenant
     policy = engine.resolve(tenant, agent, CallScope(user_id=user_id))
     secrets = setting_secrets_for_call(tenant=tenant, agent=agent)
     settings = config.effective(tenant.settings, agent.settings, secrets=secrets)
-    return CallContext(
-        tenant=tenant,
-        agent=agent,
+    return call_context.build(
         actor=actor,
+        agent=agent,
         call_id=uuid.uuid4().hex,
-        workspace=workspace_for(tenant=tenant, agent=agent, user_id=user_id),
         scrubber=Scrubber([*secrets[0].values(), *secrets[1].values()]),
+        settings=settings,
+        deny_groups=policy.shell_deny_groups,
         user_id=user_id,
         origin="system",
-        tool_settings=_tool_settings(settings["tools"], policy),
-        sandbox=settings["sandbox"],
     )
 
 

@@ -14,6 +14,7 @@ from apps.policy import approval_services
 from apps.policy.approval_models import ApprovalStatus, PendingApproval
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, ApiKey, Membership, Tenant
+from apps.toolkit import gateway
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +72,6 @@ def _claim(tenant: Tenant, approval_id: uuid.UUID) -> tuple[PendingApproval, dic
 def run_approved_call(approval_id: str, tenant_id: str) -> str:
     """Finish a call that did not wait for its approval: run it when allowed, record the refusal
     otherwise, and keep the result on the approval. A second run finds nothing to do."""
-    from apps.runtime import pipeline
-
     tenant = Tenant.objects.filter(pk=tenant_id).first()
     if tenant is None:
         return "no tenant"
@@ -90,7 +89,7 @@ def run_approved_call(approval_id: str, tenant_id: str) -> str:
                     "is_error": True, "duration_ms": 0.0},
         )  # fmt: skip
         return "not run"
-    request = pipeline.CallRequest(
+    request = gateway.CallRequest(
         agent=agent,
         tool=str(payload["tool"]),
         args=dict(payload.get("args") or {}),
@@ -105,13 +104,14 @@ def run_approved_call(approval_id: str, tenant_id: str) -> str:
         tool_allow=tuple(payload["tool_allow"]) if payload.get("tool_allow") is not None else None,
         style=payload.get("style", "flat"),
     )
-    outcome = pipeline.run_approved(
+    outcome = gateway.call(
         actor=actor,
         request=request,
-        call_id=approval.call_id,
-        status=approval.status,
-        reason=approval.decision_reason,
+        decided=gateway.Decided(
+            call_id=approval.call_id, status=approval.status, reason=approval.decision_reason
+        ),
     )
+    assert isinstance(outcome, gateway.CallOutcome)  # a decided call never waits again
     approval_services.approval_store_result(
         approval=approval,
         result={

@@ -41,13 +41,13 @@ from apps.llm.selectors import ProviderUnavailable
 from apps.policy.engine import CallScope
 from apps.runs import services
 from apps.runs.models import Run
-from apps.runtime import pipeline
 from apps.sessions import selectors as session_selectors
 from apps.sessions import services as session_services
 from apps.sessions.models import SessionMessage
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent
+from apps.toolkit import gateway
 from apps.tools import listing, presentation
 
 logger = logging.getLogger(__name__)
@@ -373,7 +373,7 @@ def _run_calls(
             _tool_result(actor, run, call, str(call["result"]), messages)
             continue
         outcome = _call_tool(run, actor, call["name"], call["arguments"])
-        if isinstance(outcome, pipeline.PendingCall):
+        if not isinstance(outcome, str):
             return _park(run, outcome.approval_id, calls[index:])
         _tool_result(actor, run, call, outcome, messages)
     return True
@@ -466,7 +466,7 @@ def approval_result(*, tenant_id: uuid.UUID | str, approval_id: uuid.UUID | str)
         transaction.on_commit(lambda: _queue_resume(tenant, key))
 
 
-def _call_tool(run: Run, actor: Actor, name: str, arguments: str) -> str | pipeline.PendingCall:
+def _call_tool(run: Run, actor: Actor, name: str, arguments: str) -> str | gateway.Pending:
     """One tool call through the pipeline; the model reads the result (or why it was refused). A call
     that needs an approval is handed back unfinished (the approvals job runs it once decided)."""
     from apps.llm.client import ToolCall
@@ -476,9 +476,9 @@ def _call_tool(run: Run, actor: Actor, name: str, arguments: str) -> str | pipel
     except ProviderError as exc:
         return f"Error: {exc}. Call the tool again with a JSON object of arguments."
     started = time.monotonic()
-    outcome = pipeline.begin(
+    outcome = gateway.call(
         actor=actor,
-        request=pipeline.CallRequest(
+        request=gateway.CallRequest(
             agent=run.agent,
             tool=name,
             args=args,
@@ -489,7 +489,7 @@ def _call_tool(run: Run, actor: Actor, name: str, arguments: str) -> str | pipel
         ),
         wait=False,
     )
-    if isinstance(outcome, pipeline.PendingCall):
+    if not isinstance(outcome, gateway.CallOutcome):
         return outcome
     logger.debug("run tool call", extra={"run": str(run.pk), "tool": name, "ms": time.monotonic() - started})
     return outcome.result.for_llm

@@ -7,9 +7,10 @@ from asgiref.sync import sync_to_async
 
 from apps.policy import approval_services
 from apps.runtime import pipeline
+from apps.toolkit import gateway
 
 
-async def finish_after_decision(pending: pipeline.PendingCall) -> pipeline.CallOutcome:
+async def finish_after_decision(pending: pipeline.PendingCall) -> gateway.CallOutcome:
     """Wait until ``pending``'s approval is decided or times out, then finish the call (run or refuse).
 
     The caller's pooled database connections go back before the wait and are taken again to finish;

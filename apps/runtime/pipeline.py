@@ -1,6 +1,12 @@
-"""The one execution pipeline every entry point uses (REST now; MCP and team tools later).
+"""The one execution pipeline, with one entry point: :func:`call`.
 
-``execute()`` runs these steps, in order, and never raises for anything a tool did; a caller that names
+The REST execute view, the MCP endpoint, the built-in runner (runs, subagents, cron, team dispatch) and
+the re-run of a call whose approval was decided later all send their calls to :func:`call` (the apps
+below the gateway through ``apps.toolkit.gateway``). Transports only parse and render: the origin and
+scope of a call are derived from its caller here, the channel topic's and the request's tool allow lists
+applied here, and the policy resolved here, once per call.
+
+:func:`call` runs these steps, in order, and never raises for anything a tool did; a caller that names
 an origin or an internal channel it may not use is refused with ``Forbidden`` before the first step:
 
 1. resolve the agent's runtime settings and its effective tool set; translate a domain (STRAP) call;
@@ -8,8 +14,8 @@ an origin or an internal channel it may not use is refused with ``Forbidden`` be
    set -> ``tool not allowed by policy: <name>`` (listing and calling never disagree);
 3. origin restrictions (the origin is the caller's, never the request's: :mod:`apps.runtime.caller`), then
    exec approvals (``apps.policy.approvals``): allow, deny, or ask a human.
-   Asking stores a pending approval and hands the call back unfinished (:func:`begin`); once it is
-   decided, :func:`resume` refuses it (denied, or ``approval timed out after 2m0s``) or goes on, with
+   Asking stores a pending approval and hands the call back unfinished (a :class:`PendingCall`); once
+   it is decided, :func:`resume` refuses it (denied, or ``approval timed out after 2m0s``) or goes on, with
    an approved package install passed to the exec tool in the context;
 4. the safeguard: unconditional hard limits, even after an approval;
 5. the per-session rate limit (refusals are not counted);
@@ -35,16 +41,26 @@ import jsonschema
 from apps.audit import context as request_context
 from apps.audit.models import ToolCall
 from apps.messaging.selectors import narrowed_by_topic, topic_tool_allow
-from apps.policy import approvals, engine
+from apps.policy import approval_services, approvals, engine
+from apps.policy.approval_models import ApprovalStatus, PendingApproval
 from apps.policy.approvals import Verdict
 from apps.policy.engine import CallScope, Resolved
 from apps.realtime import events
-from apps.runtime import config, strap
+from apps.runtime import caller, config, strap
+from apps.runtime.ratelimit import check_rate_limit
+from apps.runtime.tools.exec import _resolve_cwd
+from apps.secure_cli.execution import routes_credentialed
 from apps.tenants.actors import Actor
-from apps.tenants.models import Agent
+from apps.tenants.selectors import setting_secrets_for_call
+from apps.toolkit import context as call_context
+from apps.toolkit import providers, safeguard
 from apps.toolkit.context import CallContext
+from apps.toolkit.gateway import CallOutcome, CallRequest, Decided
+from apps.toolkit.processes import SAFE_PATH
 from apps.toolkit.registry import implementation
 from apps.toolkit.results import ToolResult
+from apps.toolkit.scrubber import Scrubber
+from apps.toolkit.workspace import PathError, resolve_path
 from apps.tools.catalog import CATALOG, canonical
 from apps.tools.correction import correction
 
@@ -53,34 +69,9 @@ Decision = ToolCall.Decision
 MAX_ERROR_CHARS = 2000
 
 
-@dataclass(frozen=True)
-class CallRequest:
-    """A tool call as an agent loop sends it.
-
-    ``origin`` None means the caller's own (:mod:`apps.runtime.caller`); the entry points
-    (:func:`begin`, :func:`run_approved`) replace it with the effective origin, and refuse an origin or
-    an internal channel the caller may not use before anything runs or is recorded."""
-
-    agent: Agent
-    tool: str
-    args: dict[str, Any] = field(default_factory=dict)
-    session_key: str = ""
-    user_id: str = ""
-    channel: str = ""
-    chat_id: str = ""
-    peer_kind: str = ""
-    provider: str = ""
-    origin: str | None = None
-    subagent_depth: int = 0
-    tool_allow: tuple[str, ...] | None = None
-    style: str = "flat"  # "strap": hints are given in domain-tool form
-
-
 def _as_caller(actor: Actor, request: CallRequest) -> CallRequest:
     """``request`` with its effective origin, once the caller may make it (``caller.Forbidden`` else:
     a foreign origin, or an internal channel named by a key or a dashboard user)."""
-    from apps.runtime import caller
-
     caller.check_channel(actor=actor, channel=request.channel)
     return replace(request, origin=caller.effective_origin(actor=actor, requested=request.origin))
 
@@ -89,15 +80,6 @@ def _origin(request: CallRequest) -> str:
     """The effective origin of a request that went through :func:`_as_caller` (``user`` otherwise,
     which approves nothing by itself)."""
     return request.origin or "user"
-
-
-@dataclass(frozen=True)
-class CallOutcome:
-    call_id: str
-    result: ToolResult
-    decision: str
-    resolved_tool: str
-    duration_ms: float
 
 
 @cache
@@ -135,9 +117,6 @@ def _empty_args_message_for(required: Sequence[str]) -> str:
 
 def _safeguard(name: str, args: dict[str, Any], ctx: CallContext) -> str | None:
     """Unconditional hard limits (they hold after any approval and cannot be configured away)."""
-    from apps.toolkit import safeguard
-    from apps.toolkit.workspace import PathError, resolve_path
-
     if name == "exec" and isinstance(args.get("command"), str):
         return safeguard.check_shell(args["command"])
     if name in {"write_file", "edit"} and isinstance(args.get("path"), str):
@@ -187,9 +166,6 @@ class _Call:
     """One call on its way through the pipeline: what every step after the first needs."""
 
     def __init__(self, *, actor: Actor, request: CallRequest, call_id: str | None = None) -> None:
-        from apps.tenants.selectors import setting_secrets_for_call
-        from apps.toolkit.scrubber import Scrubber
-
         self.started = time.perf_counter()
         self.call_id = call_id or uuid.uuid4().hex
         self.actor = actor
@@ -276,8 +252,6 @@ class _Call:
         if tool_name is None and self.name in self.policy.universe.names:
             tool_name = self.name  # a tool of a provider (MCP, custom tools) this agent reaches
         if tool_name is None:
-            from apps.toolkit import providers
-
             why = providers.not_granted(self.actor.tenant, request.agent, request.user_id, self.name)
             if why is not None:  # the tenant has it, this agent was not granted it: say how to ask
                 return self.finish(
@@ -336,8 +310,6 @@ class _Call:
             return self.finish(Decision.SAFEGUARD, ToolResult.error(blocked))
 
         # 5. rate limit
-        from apps.runtime.ratelimit import check_rate_limit
-
         limited = check_rate_limit(
             tenant=self.actor.tenant,
             session_key=self.request.session_key,
@@ -377,8 +349,6 @@ class _Call:
     def _back_external(self, ctx: CallContext, name: str, args: dict[str, Any]) -> CallOutcome:
         """Steps 6-7 for a tool outside the catalog (MCP, custom, …): its provider checks access again
         at call time and gives the schema the arguments are validated against, then the tool runs."""
-        from apps.toolkit import providers
-
         provider = providers.provider_for(name)
         try:
             if provider is None:
@@ -414,32 +384,23 @@ class PendingCall:
     call: _Call = field(repr=False)
 
 
-def execute(*, actor: Actor, request: CallRequest) -> CallOutcome:
-    """Run one tool call through every step (see the module docstring). Never raises for a tool error.
+def call(
+    *, actor: Actor, request: CallRequest, wait: bool = True, decided: Decided | None = None
+) -> CallOutcome | PendingCall:
+    """The one entry point: run ``request`` for ``actor`` through every step (module docstring).
 
-    A call that needs an approval blocks this thread until a decision or the timeout: for synchronous
-    callers (background jobs). The HTTP API waits without blocking (:func:`begin` and :func:`resume`)."""
-    from apps.policy import approval_services
-
-    step = begin(actor=actor, request=request)
-    if isinstance(step, CallOutcome):
-        return step
-    status = approval_services.wait_for_decision_sync(
-        tenant=actor.tenant, approval_id=step.approval_id, timeout=approval_services.timeout_seconds()
-    )
-    return resume(step, status)
-
-
-def begin(*, actor: Actor, request: CallRequest, wait: bool = True) -> CallOutcome | PendingCall:
-    """Steps 1-3, and the rest when no human has to decide. Otherwise a pending approval is stored (and
-    pushed live) and the call is returned unfinished: :func:`resume` it once decided; a call that does
-    not ``wait`` is run later by a background job (``apps.policy.tasks``).
+    Steps 1-3 run first, and the rest when no human has to decide. Otherwise a pending approval is
+    stored (and pushed live) and the call is handed back unfinished: :func:`resume` it once decided; a
+    call that does not ``wait`` is finished later by a background job (``apps.policy.tasks``), which
+    calls again with the decision (``decided``): the policy is read again then, so a tool the agent lost
+    meanwhile is refused and security ``deny`` still denies.
 
     Raises ``Forbidden`` (nothing run, nothing recorded) when the request names an origin or a channel
-    its caller may not use (:mod:`apps.runtime.caller`)."""
-    from apps.policy import approval_services
-
+    its caller may not use (:mod:`apps.runtime.caller`); a decided call is checked again against the
+    actor that asked (its key's origin cannot change)."""
     request = _as_caller(actor, request)
+    if decided is not None:
+        return _finish_decided(actor, request, decided)
     call = _Call(actor=actor, request=request)
     step = call.front()
     if isinstance(step, CallOutcome):
@@ -466,12 +427,21 @@ def begin(*, actor: Actor, request: CallRequest, wait: bool = True) -> CallOutco
     return PendingCall(approval_id=approval.pk, call_id=call.call_id, wait=wait, verdict=step, call=call)
 
 
+def execute(*, actor: Actor, request: CallRequest) -> CallOutcome:
+    """:func:`call` for synchronous callers (scripts, benchmarks): a call that needs an approval blocks
+    this thread until a decision or the timeout. Never raises for a tool error."""
+    step = call(actor=actor, request=request)
+    if isinstance(step, CallOutcome):
+        return step
+    status = approval_services.wait_for_decision_sync(
+        tenant=actor.tenant, approval_id=step.approval_id, timeout=approval_services.timeout_seconds()
+    )
+    return resume(step, status)
+
+
 def resume(pending: PendingCall, status: str) -> CallOutcome:
     """Finish a call after its approval was resolved (``status``): run it when allowed, else refuse it
     (a still-pending approval is timed out first)."""
-    from apps.policy import approval_services
-    from apps.policy.approval_models import ApprovalStatus, PendingApproval
-
     call = pending.call
     tenant = call.actor.tenant
     if status == ApprovalStatus.PENDING:
@@ -519,22 +489,15 @@ def _payload(actor: Actor, request: CallRequest, call: _Call) -> dict[str, Any]:
     }
 
 
-def run_approved(
-    *, actor: Actor, request: CallRequest, call_id: str, status: str, reason: str
-) -> CallOutcome:
-    """Finish a call that did not wait, in a background job, once its approval was resolved. The policy
-    is read again: a tool the agent lost meanwhile is refused, and security ``deny`` still denies. The
-    origin is checked again against the actor that asked (its key's origin cannot change)."""
-    request = _as_caller(actor, request)
-    call = _Call(actor=actor, request=request, call_id=call_id)
-    if status != "allowed":
+def _finish_decided(actor: Actor, request: CallRequest, decided: Decided) -> CallOutcome:
+    """A call that did not wait, once its approval was resolved: run when allowed, else refused."""
+    call = _Call(actor=actor, request=request, call_id=decided.call_id)
+    if decided.status != "allowed":
         call.resolved = canonical(request.tool) or ""
-        if status == "timed_out":
-            from apps.policy import approval_services
-
+        if decided.status == "timed_out":
             message = approval_services.timed_out_message(approval_services.timeout_seconds())
         else:
-            message = _denied_message(reason)
+            message = _denied_message(decided.reason)
         return call.finish(Decision.APPROVAL_DENIED, ToolResult.error(message))
     step = call.front()
     if isinstance(step, CallOutcome):
@@ -546,9 +509,6 @@ def _approval(call: _Call) -> Verdict | None:
     """The approval step (``apps.policy.approvals``): None for tools that need none, else the verdict.
 
     Only ``exec`` asks. A command that is not a string is left to argument validation."""
-    from apps.runtime.tools.exec import _resolve_cwd
-    from apps.toolkit.processes import SAFE_PATH
-
     command = call.args.get("command")
     if call.resolved != "exec" or not isinstance(command, str) or not command.strip():
         if call.resolved == "exec" and call.policy.exec_security == "deny":
@@ -557,14 +517,11 @@ def _approval(call: _Call) -> Verdict | None:
             )
         return None
     assert call.ctx is not None
-    if call.policy.exec_security != "deny":
-        from apps.secure_cli.execution import routes_credentialed
-
-        # A credentialed CLI runs without a shell under its own checks (SPEC B §5.3), so its arguments
-        # run nothing ("pip install …" quoted in a body is text): the approval looks at the program
-        # alone. Allowlists and ask=always still apply to it.
-        if routes_credentialed(call.ctx, command):
-            command = shlex.split(command)[0]
+    # A credentialed CLI runs without a shell under its own checks (SPEC B §5.3), so its arguments run
+    # nothing ("pip install …" quoted in a body is text): the approval looks at the program alone.
+    # Allowlists and ask=always still apply to it.
+    if call.policy.exec_security != "deny" and routes_credentialed(call.ctx, command):
+        command = shlex.split(command)[0]
     cwd = _resolve_cwd(call.ctx, call.args.get("cwd"))
     return approvals.check(
         call.policy,
@@ -587,16 +544,13 @@ def _context(
     policy: Resolved,
     allowed: Sequence[str],
 ) -> CallContext:
-    from apps.toolkit.workspace import workspace_for
-
-    agent = request.agent
-    return CallContext(
-        tenant=actor.tenant,
-        agent=agent,
+    return call_context.build(
         actor=actor,
+        agent=request.agent,
         call_id=call_id,
-        workspace=workspace_for(tenant=actor.tenant, agent=agent, user_id=request.user_id),
         scrubber=scrubber,
+        settings=settings,
+        deny_groups=policy.shell_deny_groups,
         user_id=request.user_id,
         session_key=request.session_key,
         channel=request.channel,
@@ -607,17 +561,7 @@ def _context(
         subagent_depth=request.subagent_depth,
         tool_allow=request.tool_allow,
         allowed=tuple(allowed),
-        tool_settings=_tool_settings(settings["tools"], policy),
-        sandbox=settings["sandbox"],
     )
-
-
-def _tool_settings(tools: Mapping[str, Any], policy: Resolved) -> dict[str, Any]:
-    """Per-tool settings as the tools read them, with the exec deny-group overrides the policy
-    resolved (tenant, then agent)."""
-    result = dict(tools)
-    result["exec"] = {**dict(tools.get("exec") or {}), "deny_groups": dict(policy.shell_deny_groups)}
-    return result
 
 
 def _record(

@@ -22,8 +22,8 @@ from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError
 from apps.tenants.models import Agent
 from apps.tenants.services import config_changed
+from apps.toolkit import context as call_context
 from apps.toolkit import shell_parse
-from apps.toolkit.context import CallContext
 from apps.toolkit.results import ToolResult
 from apps.toolkit.scrubber import Scrubber
 
@@ -354,22 +354,20 @@ def binary_test(
     the outcome and the decisions (not the output). Runs outside a transaction: the program may take
     up to its timeout."""
     from apps.runtime import config
-    from apps.toolkit.workspace import real_workspace, workspace_for
+    from apps.toolkit.workspace import real_workspace
 
     _check_test_args(args, user_id)
     if binary.tenant_id != actor.tenant.pk or agent.tenant_id != actor.tenant.pk:
         raise ServiceError(ErrorCode.INVALID, "binary and agent: of this tenant only.")
     started = time.perf_counter()
     scrubber = Scrubber()
-    ctx = CallContext(
-        tenant=actor.tenant,
-        agent=agent,
+    ctx = call_context.build(
         actor=actor,
+        agent=agent,
         call_id=uuid.uuid4().hex,
-        workspace=workspace_for(tenant=actor.tenant, agent=agent, user_id=user_id),
         scrubber=scrubber,
+        settings=config.effective(actor.tenant.settings, agent.settings),
         user_id=user_id,
-        sandbox=config.effective(actor.tenant.settings, agent.settings)["sandbox"],
     )
     command = shlex.join([binary.binary_name, *args])
     trace = execution.Trace()

@@ -1,4 +1,7 @@
-"""The explicit context every tool call runs with. Nothing about a call travels through globals."""
+"""The explicit context every tool call runs with. Nothing about a call travels through globals.
+
+:func:`build` is its one constructor: the pipeline uses it for every call, and the test runs of a custom
+tool and of a credentialed CLI use it to give their run the context an agent's call would have."""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from apps.toolkit.workspace import workspace_for
 
 if TYPE_CHECKING:
     from apps.tenants.actors import Actor
@@ -17,7 +22,7 @@ ORIGINS = ("user", "comm", "app", "skill", "system")
 
 @dataclass(frozen=True)
 class CallContext:
-    """Who calls, for whom, where: built once by the pipeline and passed to the tool."""
+    """Who calls, for whom, where: built once per call (:func:`build`) and passed to the tool."""
 
     tenant: Tenant
     agent: Agent
@@ -51,3 +56,40 @@ class CallContext:
 
     def settings_for(self, tool: str) -> Mapping[str, Any]:
         return self.tool_settings.get(tool, {})
+
+
+def tool_settings(tools: Mapping[str, Any], deny_groups: Mapping[str, Any]) -> dict[str, Any]:
+    """Per-tool settings as the tools read them: the effective ``tools`` settings, with the exec deny-group
+    overrides the policy resolved (tenant, then agent)."""
+    result = dict(tools)
+    result["exec"] = {**dict(tools.get("exec") or {}), "deny_groups": dict(deny_groups)}
+    return result
+
+
+def build(
+    *,
+    actor: Actor,
+    agent: Agent,
+    call_id: str,
+    scrubber: Scrubber,
+    settings: Mapping[str, Any],
+    deny_groups: Mapping[str, Any] | None = None,
+    user_id: str = "",
+    **scope: Any,
+) -> CallContext:
+    """The context of one call of ``agent`` for ``user_id`` by ``actor``: its workspace (created on
+    demand), the effective runtime ``settings`` (``sandbox``, and ``tools`` merged with the policy's
+    exec ``deny_groups`` when given) and the call's ``scope`` (session, channel, origin, allowed tools…)."""
+    tools = tool_settings(settings.get("tools") or {}, deny_groups) if deny_groups is not None else {}
+    return CallContext(
+        tenant=actor.tenant,
+        agent=agent,
+        actor=actor,
+        call_id=call_id,
+        workspace=workspace_for(tenant=actor.tenant, agent=agent, user_id=user_id),
+        scrubber=scrubber,
+        user_id=user_id,
+        tool_settings=tools,
+        sandbox=settings["sandbox"],
+        **scope,
+    )

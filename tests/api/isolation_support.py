@@ -56,12 +56,13 @@ def _audit_event(tenant: Tenant) -> dict[str, str]:
 
 def _tool_call(tenant: Tenant) -> dict[str, str]:
     from apps.runtime import pipeline
+    from apps.toolkit import gateway
 
     agent_key = _agent(tenant)["key"]
     agent = Agent.objects.for_tenant(tenant).get(key=agent_key)
     outcome = pipeline.execute(
         actor=Actor.system(tenant),
-        request=pipeline.CallRequest(agent=agent, tool="datetime", args={"timezone": "UTC"}),
+        request=gateway.CallRequest(agent=agent, tool="datetime", args={"timezone": "UTC"}),
     )
     return {"pk": outcome.call_id}
 

@@ -12,6 +12,7 @@ from apps.memory.search import MAX_LIMIT, MAX_QUERY_CHARS, SearchError, hybrid_s
 from apps.runtime import pipeline
 from apps.tenants import services
 from apps.tenants.actors import Actor
+from apps.toolkit import gateway
 
 pytestmark = pytest.mark.django_db
 
@@ -181,7 +182,7 @@ def test_hostile_full_text_syntax_is_just_words(tenant_a, agent):
 def call(agent, args, **context):
     return pipeline.execute(
         actor=Actor.system(agent.tenant),
-        request=pipeline.CallRequest(agent=agent, tool="memory_search", args=args, **context),
+        request=gateway.CallRequest(agent=agent, tool="memory_search", args=args, **context),
     ).result
 
 

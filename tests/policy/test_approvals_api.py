@@ -110,11 +110,12 @@ def test_package_installs_ask_with_the_default_settings(member_a, agent, tenant_
 
 def test_the_system_origin_never_waits_and_no_key_can_claim_it(member_a, agent, tenant_a):
     from apps.runtime import pipeline
+    from apps.toolkit import gateway
 
     set_policy(tenant_a, execApproval={"security": "full", "ask": "always"})
     outcome = pipeline.execute(
         actor=Actor.system(tenant_a),
-        request=pipeline.CallRequest(
+        request=gateway.CallRequest(
             agent=agent, tool="exec", args={"command": "echo from-cron"}, origin="system"
         ),
     )

@@ -17,6 +17,7 @@ from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import ApiKey, Tenant
 from apps.tenants.roles import Role
+from apps.toolkit import gateway
 from tests import factories
 from tests.api.tenant_state import tenant_state
 
@@ -182,7 +183,7 @@ def test_toolgates_own_system_calls_still_run_without_asking(agent, tenant_a):
     exec_asks(tenant_a)
     outcome = pipeline.execute(
         actor=Actor.system(tenant_a),
-        request=pipeline.CallRequest(
+        request=gateway.CallRequest(
             agent=agent, tool="exec", args={"command": "echo from-cron"}, origin="system"
         ),
     )
@@ -194,9 +195,9 @@ def test_toolgates_own_system_calls_still_run_without_asking(agent, tenant_a):
 
 def test_toolgates_own_calls_without_an_origin_ask_like_a_user(agent, tenant_a):
     exec_asks(tenant_a)
-    step = pipeline.begin(
+    step = pipeline.call(
         actor=Actor.system(tenant_a),
-        request=pipeline.CallRequest(agent=agent, tool="exec", args={"command": "touch x"}),
+        request=gateway.CallRequest(agent=agent, tool="exec", args={"command": "touch x"}),
         wait=False,
     )
     assert isinstance(step, pipeline.PendingCall)

@@ -9,6 +9,7 @@ import pytest
 from apps.runtime import pipeline
 from apps.tenants import services
 from apps.tenants.actors import Actor
+from apps.toolkit import gateway
 from apps.tools.catalog import CATALOG, GROUPS, PROFILES
 
 pytestmark = pytest.mark.django_db
@@ -173,11 +174,11 @@ def test_tool_call_log_filters_and_paginates(member_a, agent, tenant_a, django_a
     for tz in ("UTC", "Asia/Tokyo", "Nowhere/Land"):
         pipeline.execute(
             actor=actor,
-            request=pipeline.CallRequest(
+            request=gateway.CallRequest(
                 agent=agent, tool="datetime", args={"timezone": tz}, session_key="s9"
             ),
         )
-    pipeline.execute(actor=actor, request=pipeline.CallRequest(agent=agent, tool="nope"))
+    pipeline.execute(actor=actor, request=gateway.CallRequest(agent=agent, tool="nope"))
     with django_assert_max_num_queries(3):
         body = member_a.get("/api/v1/tool-calls/?page_size=2").json()
     assert len(body["results"]) == 2

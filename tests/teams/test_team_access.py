@@ -12,6 +12,7 @@ from apps.teams import services
 from apps.teams.models import Task
 from apps.teams.team_settings import access_refusal
 from apps.tenants.actors import Actor
+from apps.toolkit import gateway
 from tests.teams.conftest import make_crew
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.django_db
 def listing(agent, **context: Any):  # type: ignore[no-untyped-def]
     return pipeline.execute(
         actor=Actor.system(agent.tenant),
-        request=pipeline.CallRequest(agent=agent, tool="team_tasks", args={"action": "list"}, **context),
+        request=gateway.CallRequest(agent=agent, tool="team_tasks", args={"action": "list"}, **context),
     ).result
 
 
@@ -59,7 +60,7 @@ def test_the_tools_refuse_a_denied_user_and_change_nothing(tenant_a):
     assert refused.for_llm == "user mallory is not allowed to use team Builders"
     create = pipeline.execute(
         actor=Actor.system(tenant_a),
-        request=pipeline.CallRequest(
+        request=gateway.CallRequest(
             agent=crew.lead,
             tool="team_tasks",
             args={"action": "create", "subject": "sneaky"},

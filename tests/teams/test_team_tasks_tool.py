@@ -17,6 +17,7 @@ from apps.teams.models import Escalation, Task, TaskAttachment, TaskComment, Tas
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
+from apps.toolkit import gateway
 from apps.toolkit.results import ToolResult
 from tests.teams.conftest import Crew, make_crew
 
@@ -28,7 +29,7 @@ S = Task.Status
 def call(agent: Agent, action: str, *, ctx: dict[str, Any] | None = None, **args: Any) -> ToolResult:
     outcome = pipeline.execute(
         actor=Actor.system(agent.tenant),
-        request=pipeline.CallRequest(
+        request=gateway.CallRequest(
             agent=agent, tool="team_tasks", args={"action": action, **args}, **(ctx or {})
         ),
     )

@@ -21,6 +21,7 @@ from apps.tenants.access import runtime_agent
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.roles import Role
+from apps.toolkit import gateway
 from apps.toolkit.call_scope import CALL_SCOPE_PARAMETERS, CallScopeQueryInput
 from apps.tools import presentation
 
@@ -42,7 +43,7 @@ DEFAULT_CONTEXT: dict[str, Any] = {
 RESULT_EXTRAS = ("structured_content", "content")
 
 
-def _outcome_body(outcome: pipeline.CallOutcome) -> dict[str, Any]:
+def _outcome_body(outcome: gateway.CallOutcome) -> dict[str, Any]:
     body = {
         "call_id": outcome.call_id,
         "for_llm": outcome.result.for_llm,
@@ -98,9 +99,9 @@ class ExecuteView(TenantViewMixin, APIView):
         agent = runtime_agent(actor=self.actor, key=body["agent"])
         context = body.get("context") or DEFAULT_CONTEXT
         tool_allow = context.get("tool_allow")  # the pipeline adds the channel topic's list
-        step = pipeline.begin(
+        step = pipeline.call(
             actor=self.actor,
-            request=pipeline.CallRequest(
+            request=gateway.CallRequest(
                 agent=agent,
                 tool=body["tool"],
                 args=dict(body.get("args") or {}),
@@ -117,7 +118,7 @@ class ExecuteView(TenantViewMixin, APIView):
             ),
             wait=context["wait"],
         )
-        if isinstance(step, pipeline.CallOutcome):
+        if isinstance(step, gateway.CallOutcome):
             return Response(_outcome_body(step))
         if not step.wait:
             return Response(

@@ -29,6 +29,7 @@ from apps.runtime.selectors import agent_tool_definitions
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
 from apps.tenants.roles import Role
+from apps.toolkit import gateway
 from apps.tools import presentation
 
 CALLER_KEY = "toolgate.mcp_caller"
@@ -91,12 +92,12 @@ def _definitions(caller: Caller) -> list[dict[str, Any]]:
 
 def _begin(
     caller: Caller, name: str, arguments: dict[str, Any]
-) -> pipeline.CallOutcome | pipeline.PendingCall:
+) -> gateway.CallOutcome | pipeline.PendingCall:
     token = _bind(caller)
     try:
-        return pipeline.begin(
+        return pipeline.call(
             actor=caller.actor,
-            request=pipeline.CallRequest(
+            request=gateway.CallRequest(
                 agent=caller.agent,
                 tool=name,
                 args=arguments,
@@ -148,11 +149,11 @@ async def call_tool(
             data={"code": "invalid"},
         )
     step = await sync_to_async(_begin)(caller, params.name, dict(params.arguments or {}))
-    outcome = step if isinstance(step, pipeline.CallOutcome) else await finish_after_decision(step)
+    outcome = step if isinstance(step, gateway.CallOutcome) else await finish_after_decision(step)
     return to_mcp_result(outcome)
 
 
-def to_mcp_result(outcome: pipeline.CallOutcome) -> types.CallToolResult:
+def to_mcp_result(outcome: gateway.CallOutcome) -> types.CallToolResult:
     """A pipeline outcome as an MCP result: ``for_llm`` (scrubbed) is the text; an MCP tool's images and
     audio follow as their own blocks; its structured content (scrubbed by the pipeline) is
     ``structuredContent`` when it is a JSON object; ``is_error`` is ``isError``. Other extras of a
