@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from django.db import IntegrityError, transaction
 from django.db.models import Model
 
-from apps.audit.services import record
+from apps.audit.services import record_and_publish
 from apps.context_files.models import (
     MAX_CONTENT_BYTES,
     MAX_USER_ID,
@@ -25,7 +25,6 @@ from apps.context_files.models import (
 )
 from apps.context_files.routing import BOOTSTRAP
 from apps.context_files.selectors import known_name
-from apps.realtime import events
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent
@@ -63,11 +62,6 @@ def check_user_id(user_id: str) -> str:
         message = f"a user id is 1-{MAX_USER_ID} characters without NUL."
         raise ServiceError(ErrorCode.INVALID, f"user_id: {message}", details={"user_id": [message]})
     return user_id
-
-
-def _emit(actor: Actor, verb: str, target_id: str, data: dict[str, Any]) -> None:
-    record(actor=actor, verb=verb, target_type="context_file", target_id=target_id, data=data)
-    events.publish(tenant=actor.tenant, topic=TOPIC, type=verb, data=data)
 
 
 def _data(
@@ -125,11 +119,13 @@ def agent_file_save(
         row.content = check_content(row.content + content if append else content)
         row.updated_by = actor.label[:300]
         row.save(update_fields=["content", "updated_by", "updated_at"])
-    _emit(
-        actor,
-        "context_file.saved",
-        str(row.pk),
-        _data(agent, name, user_id="", via=via, content=row.content, append=append),
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="context_file.saved",
+        target_type="context_file",
+        target_id=str(row.pk),
+        data=_data(agent, name, user_id="", via=via, content=row.content, append=append),
     )
     return row
 
@@ -145,7 +141,14 @@ def agent_file_delete(*, actor: Actor, agent: Agent, name: str, via: str = "api"
         )
     target = str(row.pk)
     row.delete()
-    _emit(actor, "context_file.deleted", target, _data(agent, name, user_id="", via=via))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="context_file.deleted",
+        target_type="context_file",
+        target_id=target,
+        data=_data(agent, name, user_id="", via=via),
+    )
 
 
 @transaction.atomic
@@ -193,11 +196,13 @@ def user_file_save(
         row.content = check_content(row.content + content if append else content)
         row.updated_by = actor.label[:300]
         row.save(update_fields=["content", "updated_by", "updated_at"])
-    _emit(
-        actor,
-        "context_file.saved",
-        str(row.pk),
-        _data(agent, name, user_id=user_id, via=via, content=row.content, append=append),
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="context_file.saved",
+        target_type="context_file",
+        target_id=str(row.pk),
+        data=_data(agent, name, user_id=user_id, via=via, content=row.content, append=append),
     )
     return row
 
@@ -216,7 +221,14 @@ def user_file_delete(*, actor: Actor, agent: Agent, user_id: str, name: str, via
         return False
     target = str(row.pk)
     row.delete()
-    _emit(actor, "context_file.deleted", target, _data(agent, name, user_id=user_id, via=via))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="context_file.deleted",
+        target_type="context_file",
+        target_id=target,
+        data=_data(agent, name, user_id=user_id, via=via),
+    )
     return True
 
 
@@ -242,11 +254,13 @@ def bootstrap_complete(*, actor: Actor, agent: Agent, user_id: str, via: str = "
     if not created:
         row.completed_by = actor.label[:300]
         row.save(update_fields=["completed_by", "updated_at"])
-    _emit(
-        actor,
-        "context_file.bootstrap_completed",
-        str(row.pk),
-        _data(agent, BOOTSTRAP, user_id=user_id, via=via),
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="context_file.bootstrap_completed",
+        target_type="context_file",
+        target_id=str(row.pk),
+        data=_data(agent, BOOTSTRAP, user_id=user_id, via=via),
     )
     return deleted
 
@@ -261,5 +275,12 @@ def bootstrap_reset(*, actor: Actor, agent: Agent, user_id: str, via: str = "api
         return False
     target = str(row.pk)
     row.delete()
-    _emit(actor, "context_file.bootstrap_reset", target, _data(agent, BOOTSTRAP, user_id=user_id, via=via))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="context_file.bootstrap_reset",
+        target_type="context_file",
+        target_id=target,
+        data=_data(agent, BOOTSTRAP, user_id=user_id, via=via),
+    )
     return True

@@ -12,14 +12,13 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
-from apps.audit.services import record
+from apps.audit.services import record_and_publish
 from apps.custom_tools import validation
 from apps.custom_tools.errors import CustomToolErrorCode
 from apps.custom_tools.execution import ToolSpec, execute, mask
 from apps.custom_tools.models import DEFAULT_TIMEOUT_SECONDS, CustomTool
 from apps.policy import engine
 from apps.policy.engine import CallScope
-from apps.realtime import events
 from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError, invalid_fields
 from apps.tenants.models import Agent
@@ -63,11 +62,6 @@ def tool_data(tool: CustomTool) -> dict[str, Any]:
         "enabled": tool.enabled,
         "created_by": tool.created_by,
     }
-
-
-def _emit(actor: Actor, verb: str, target_id: str, data: dict[str, Any]) -> None:
-    record(actor=actor, verb=verb, target_type="custom_tool", target_id=target_id, data=data)
-    events.publish(tenant=actor.tenant, topic=TOPIC, type=verb, data=data)
 
 
 def _check_agent(actor: Actor, agent: Agent | None) -> None:
@@ -174,7 +168,14 @@ def custom_tool_create(
     tool.env = env or {}
     _save(tool)
     config_changed(actor.tenant)
-    _emit(actor, "custom_tool.created", str(tool.pk), tool_data(tool))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="custom_tool.created",
+        target_type="custom_tool",
+        target_id=str(tool.pk),
+        data=tool_data(tool),
+    )
     return tool
 
 
@@ -210,7 +211,14 @@ def custom_tool_update(*, actor: Actor, tool: CustomTool, **changes: Any) -> Cus
     config_changed(actor.tenant)
     data = tool_data(current)
     data["changed"] = changed
-    _emit(actor, "custom_tool.updated", str(current.pk), data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="custom_tool.updated",
+        target_type="custom_tool",
+        target_id=str(current.pk),
+        data=data,
+    )
     return current
 
 
@@ -222,7 +230,14 @@ def custom_tool_delete(*, actor: Actor, tool: CustomTool) -> None:
     if not deleted:
         raise ServiceError(ErrorCode.NOT_FOUND, "Custom tool not found.", status=404)
     config_changed(actor.tenant)
-    _emit(actor, "custom_tool.deleted", target, data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="custom_tool.deleted",
+        target_type="custom_tool",
+        target_id=target,
+        data=data,
+    )
 
 
 def _test_context(*, actor: Actor, agent: Agent, user_id: str) -> CallContext:
@@ -305,5 +320,12 @@ def custom_tool_test_run(
         "duration_ms": answer["duration_ms"],
     }
     with transaction.atomic():
-        _emit(actor, "custom_tool.tested", str(tool.pk), audit)
+        record_and_publish(
+            actor=actor,
+            topic=TOPIC,
+            verb="custom_tool.tested",
+            target_type="custom_tool",
+            target_id=str(tool.pk),
+            data=audit,
+        )
     return answer

@@ -62,12 +62,6 @@ def provider_data(provider: Provider) -> dict[str, Any]:
     }
 
 
-def _emit(actor: Actor, verb: str, target_id: str, data: dict[str, Any]) -> None:
-    record_and_publish(
-        actor=actor, topic=TOPIC, verb=verb, target_type="llm_provider", target_id=target_id, data=data
-    )
-
-
 def _duplicate(name: str) -> Conflict:
     return Conflict(
         LLMErrorCode.DUPLICATE_NAME,
@@ -152,7 +146,14 @@ def provider_create(
     _save(provider)
     if selectors.available_capabilities(tenant=tenant) != before:
         config_changed(tenant)
-    _emit(actor, "llm.provider.created", str(provider.pk), provider_data(provider))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="llm.provider.created",
+        target_type="llm_provider",
+        target_id=str(provider.pk),
+        data=provider_data(provider),
+    )
     return provider
 
 
@@ -193,11 +194,13 @@ def provider_update(*, actor: Actor, provider: Provider, **changes: Any) -> Prov
     _save(current)
     if selectors.available_capabilities(tenant=tenant) != before_caps:
         config_changed(tenant)
-    _emit(
-        actor,
-        "llm.provider.updated",
-        str(current.pk),
-        {**after, "changed": sorted(changed), "api_key_changed": key_changed},
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="llm.provider.updated",
+        target_type="llm_provider",
+        target_id=str(current.pk),
+        data={**after, "changed": sorted(changed), "api_key_changed": key_changed},
     )
     return current
 
@@ -212,7 +215,14 @@ def provider_delete(*, actor: Actor, provider: Provider) -> None:
     Provider.objects.for_tenant(tenant).filter(pk=provider.pk).delete()
     if selectors.available_capabilities(tenant=tenant) != before:
         config_changed(tenant)
-    _emit(actor, "llm.provider.deleted", data["id"], data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="llm.provider.deleted",
+        target_type="llm_provider",
+        target_id=data["id"],
+        data=data,
+    )
 
 
 def provider_test(*, actor: Actor, provider: Provider) -> dict[str, Any]:
@@ -248,5 +258,12 @@ def provider_test(*, actor: Actor, provider: Provider) -> dict[str, Any]:
         "models": len(result["models"]),
     }
     with transaction.atomic():
-        _emit(actor, "llm.provider.tested", str(provider.pk), data)
+        record_and_publish(
+            actor=actor,
+            topic=TOPIC,
+            verb="llm.provider.tested",
+            target_type="llm_provider",
+            target_id=str(provider.pk),
+            data=data,
+        )
     return result

@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.audit.services import record
+from apps.audit.services import record_and_publish
 from apps.mcp_grants import naming, validation
 from apps.mcp_grants.models import (
     AccessRequest,
@@ -84,11 +84,6 @@ def server_data(server: MCPServer) -> dict[str, Any]:
     }
 
 
-def _emit(actor: Actor, verb: str, target_type: str, target_id: str, data: dict[str, Any]) -> None:
-    record(actor=actor, verb=verb, target_type=target_type, target_id=target_id, data=data)
-    events.publish(tenant=actor.tenant, topic=TOPIC, type=verb, data=data)
-
-
 def _check_name(name: Any) -> str:
     if not isinstance(name, str):
         raise invalid_fields({"name": ["a string."]})
@@ -153,7 +148,14 @@ def server_create(*, actor: Actor, name: str, transport: str, **fields: Any) -> 
     except IntegrityError:
         raise Conflict(ErrorCode.CONFLICT, f"An MCP server named {name!r} exists already.") from None
     config_changed(actor.tenant)
-    _emit(actor, "mcp.server.created", "mcp_server", str(server.pk), server_data(server))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="mcp.server.created",
+        target_type="mcp_server",
+        target_id=str(server.pk),
+        data=server_data(server),
+    )
     _discover_after_commit(server)
     return server
 
@@ -175,7 +177,14 @@ def server_update(*, actor: Actor, server: MCPServer, **changes: Any) -> MCPServ
     config_changed(actor.tenant)
     data = server_data(locked)
     data["changed"] = sorted(k for k in SERVER_FIELDS if before[k] != getattr(locked, k))
-    _emit(actor, "mcp.server.updated", "mcp_server", str(locked.pk), data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="mcp.server.updated",
+        target_type="mcp_server",
+        target_id=str(locked.pk),
+        data=data,
+    )
     if CONNECTION_FIELDS & set(data["changed"]):
         _discover_after_commit(locked)
     return locked
@@ -188,7 +197,14 @@ def server_delete(*, actor: Actor, server: MCPServer) -> None:
     if not deleted:
         raise ServiceError(ErrorCode.NOT_FOUND, "MCP server not found.", status=404)
     config_changed(actor.tenant)
-    _emit(actor, "mcp.server.deleted", "mcp_server", data["id"], data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="mcp.server.deleted",
+        target_type="mcp_server",
+        target_id=data["id"],
+        data=data,
+    )
 
 
 def server_connect(*, actor: Actor, server: MCPServer, store: bool) -> dict[str, Any]:
@@ -216,7 +232,14 @@ def server_connect(*, actor: Actor, server: MCPServer, store: bool) -> dict[str,
         "duration_ms": probe.duration_ms,
     }
     verb = "mcp.server.refreshed" if store else "mcp.server.tested"
-    _emit(actor, verb, "mcp_server", data["id"], {**data, "tools": [t.name for t in probe.tools]})
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb=verb,
+        target_type="mcp_server",
+        target_id=data["id"],
+        data={**data, "tools": [t.name for t in probe.tools]},
+    )
     data["tools"] = tools
     return data
 
@@ -294,7 +317,14 @@ def _grant_set(
     )
     config_changed(actor.tenant)
     verb = f"mcp.{kind}.created" if created else f"mcp.{kind}.updated"
-    _emit(actor, verb, f"mcp_{kind}", str(grant.pk), grant_data(grant))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb=verb,
+        target_type=f"mcp_{kind}",
+        target_id=str(grant.pk),
+        data=grant_data(grant),
+    )
     return grant
 
 
@@ -366,7 +396,14 @@ def grant_delete(*, actor: Actor, grant: AgentGrant | UserGrant) -> None:
         raise ServiceError(ErrorCode.NOT_FOUND, "Grant not found.", status=404)
     config_changed(actor.tenant)
     kind = "agent_grant" if isinstance(grant, AgentGrant) else "user_grant"
-    _emit(actor, f"mcp.{kind}.deleted", f"mcp_{kind}", data["id"], data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb=f"mcp.{kind}.deleted",
+        target_type=f"mcp_{kind}",
+        target_id=data["id"],
+        data=data,
+    )
 
 
 # --- access requests ----------------------------------------------------------------------------------
@@ -434,7 +471,14 @@ def request_create(
         requester_kind=actor.kind,
         requester_id=actor.id[:64],
     )
-    _emit(actor, "mcp.request.created", "mcp_access_request", str(req.pk), request_data(req))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="mcp.request.created",
+        target_type="mcp_access_request",
+        target_id=str(req.pk),
+        data=request_data(req),
+    )
     return req
 
 
@@ -511,7 +555,14 @@ def request_review(
         config_changed(actor.tenant)
         data["grant"] = grant_data(grant)
     verb = "mcp.request.approved" if approved else "mcp.request.rejected"
-    _emit(actor, verb, "mcp_access_request", str(req.pk), data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb=verb,
+        target_type="mcp_access_request",
+        target_id=str(req.pk),
+        data=data,
+    )
     events.publish_to_actor(
         tenant=actor.tenant,
         kind=req.requester_kind,
@@ -608,7 +659,14 @@ def credential_set(
     data = credential_data(credential)
     data["changed"] = sorted(k for k in after if after[k] != before[k])
     verb = "mcp.user_credential.created" if created else "mcp.user_credential.updated"
-    _emit(actor, verb, "mcp_user_credential", str(credential.pk), data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb=verb,
+        target_type="mcp_user_credential",
+        target_id=str(credential.pk),
+        data=data,
+    )
     return credential
 
 
@@ -619,4 +677,11 @@ def credential_delete(*, actor: Actor, credential: UserCredential) -> None:
     deleted, _ = UserCredential.objects.for_tenant(actor.tenant).filter(pk=credential.pk).delete()
     if not deleted:
         raise ServiceError(ErrorCode.NOT_FOUND, "Credentials not found.", status=404)
-    _emit(actor, "mcp.user_credential.deleted", "mcp_user_credential", data["id"], data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="mcp.user_credential.deleted",
+        target_type="mcp_user_credential",
+        target_id=data["id"],
+        data=data,
+    )

@@ -1,5 +1,6 @@
 """Reads of memory documents: which paths are memory, whose memory a call reads (SPEC B §8
-MemoryInterceptor), and the documents of an agent for the API.
+MemoryInterceptor), and the documents of an agent (with their chunk counts) for the API and the
+dashboard.
 
 A call reads its user's document first, then the agent's global one (``user_id == ""``). An agent that
 works in a team as a member (not the lead) then falls back to the lead's memory, user then global.
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from django.db.models import F, Func, IntegerField, Q, QuerySet
 from django.http import Http404
 
-from apps.memory.models import MAX_PATH_CHARS, MemoryDocument
+from apps.memory.models import MAX_PATH_CHARS, MemoryChunk, MemoryDocument
 from apps.tenants.models import Agent, Tenant
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
@@ -153,6 +154,20 @@ def document_get(*, tenant: Tenant, agent: Agent, user_id: str, path: str) -> Me
         .filter(agent_id=agent.pk, user_id=user_id, path=path)
         .first()
     )
+
+
+def documents_by_id(*, tenant: Tenant, ids: list[str]) -> dict[str, MemoryDocument]:
+    """The tenant's documents among ``ids`` (with their agent), keyed by the string of their id; ids of
+    another tenant's documents are left out."""
+    return {
+        str(document.pk): document
+        for document in MemoryDocument.objects.for_tenant(tenant).select_related("agent").filter(pk__in=ids)
+    }
+
+
+def chunk_count(*, tenant: Tenant, document: MemoryDocument) -> int:
+    """How many indexed chunks ``document`` has."""
+    return MemoryChunk.objects.for_tenant(tenant).filter(document_id=document.pk).count()
 
 
 def access_document(*, tenant: Tenant, agent: Agent, user_id: str, path: str) -> MemoryDocument:

@@ -84,12 +84,6 @@ def message_data(message: OutboundMessage) -> dict[str, Any]:
     }
 
 
-def _emit(actor: Actor, verb: str, target_type: str, target_id: str, data: dict[str, Any]) -> None:
-    record_and_publish(
-        actor=actor, topic=TOPIC, verb=verb, target_type=target_type, target_id=target_id, data=data
-    )
-
-
 def _duplicate(name: str) -> Conflict:
     return Conflict(
         MessagingErrorCode.DUPLICATE_NAME,
@@ -163,7 +157,14 @@ def channel_create(
     _save(channel)
     if channel.topics:
         config_changed(tenant)
-    _emit(actor, "messaging.channel.created", "messaging_channel", str(channel.pk), channel_data(channel))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="messaging.channel.created",
+        target_type="messaging_channel",
+        target_id=str(channel.pk),
+        data=channel_data(channel),
+    )
     return channel
 
 
@@ -207,12 +208,13 @@ def channel_update(*, actor: Actor, channel: Channel, **changes: Any) -> Channel
     _save(current)
     if {"topics", "name"} & set(changed) and (current.topics or before["topics"]):
         config_changed(tenant)
-    _emit(
-        actor,
-        "messaging.channel.updated",
-        "messaging_channel",
-        str(current.pk),
-        {**after, "changed": sorted(changed), "secret_changed": secret_changed},
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="messaging.channel.updated",
+        target_type="messaging_channel",
+        target_id=str(current.pk),
+        data={**after, "changed": sorted(changed), "secret_changed": secret_changed},
     )
     return current
 
@@ -224,7 +226,14 @@ def channel_delete(*, actor: Actor, channel: Channel) -> None:
     Channel.objects.for_tenant(actor.tenant).filter(pk=channel.pk).delete()
     if data["topics"]:
         config_changed(actor.tenant)
-    _emit(actor, "messaging.channel.deleted", "messaging_channel", data["id"], data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="messaging.channel.deleted",
+        target_type="messaging_channel",
+        target_id=data["id"],
+        data=data,
+    )
 
 
 # --- sending ----------------------------------------------------------------------------------------------
@@ -276,7 +285,14 @@ def _log(
             message.channel = None
         message.save()
         verb = "messaging.message." + ("failed" if error else "sent")
-        _emit(actor, verb, "messaging_message", str(message.pk), message_data(message))
+        record_and_publish(
+            actor=actor,
+            topic=TOPIC,
+            verb=verb,
+            target_type="messaging_message",
+            target_id=str(message.pk),
+            data=message_data(message),
+        )
     return message
 
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from apps.audit.services import record
 from apps.policy import documents as docs
+from apps.policy import selectors
 from apps.policy.models import PolicyDocument, PolicyVersion, Scope
 from apps.policy.universe import universe_for
 from apps.realtime import events
@@ -86,15 +86,6 @@ def _rows(tenant: Tenant, t: Target) -> Any:
     return rows
 
 
-def _versions(tenant: Tenant, t: Target) -> Any:
-    return PolicyVersion.objects.for_tenant(tenant).filter(
-        scope=t.scope,
-        agent_key=t.agent.key if t.agent is not None else "",
-        channel=t.channel,
-        chat_id=t.chat_id,
-    )
-
-
 def current(tenant: Tenant, t: Target) -> PolicyDocument | None:
     return _rows(tenant, t).first()  # type: ignore[no-any-return]
 
@@ -114,16 +105,29 @@ class Saved:
     warnings: list[str] = field(default_factory=list)
 
 
+class PolicyChanged(Exception):
+    """A save refused because the scope got a new version since its editor was opened on ``base``;
+    ``newer`` is the scope's latest version."""
+
+    def __init__(self, newer: PolicyVersion) -> None:
+        super().__init__(f"The policy changed since it was opened (now version {newer.number}).")
+        self.newer = newer
+
+
+def _lock(tenant: Tenant) -> None:
+    """Serialise saves of one tenant's policy (version numbers, read-modify-write of documents)."""
+    Tenant.objects.select_for_update().filter(pk=tenant.pk).values_list("pk", flat=True).get()
+
+
 def _write(actor: Actor, t: Target, new: dict[str, Any] | None, *, note: str) -> PolicyVersion | None:
     """Store ``new`` (None deletes) for ``t`` with its version; no version when nothing changes."""
     tenant = actor.tenant
-    # Serialise saves of one tenant's policy (version numbers, read-modify-write of documents).
-    Tenant.objects.select_for_update().filter(pk=tenant.pk).values_list("pk", flat=True).get()
+    _lock(tenant)
     row = current(tenant, t)
     before = row.document if row is not None else None
     if before == new:
         return None
-    number = (_versions(tenant, t).aggregate(top=Max("number"))["top"] or 0) + 1
+    number = selectors.latest_number(tenant=tenant, target=t) + 1
     change = docs.diff(before, new)
     if new is None:
         if row is not None:
@@ -164,8 +168,19 @@ def _write(actor: Actor, t: Target, new: dict[str, Any] | None, *, note: str) ->
 
 
 @transaction.atomic
-def policy_save(actor: Actor, t: Target, document: Any, *, note: str = "") -> Saved:
-    """Replace ``t``'s policy with ``document`` (validated; unknown names refused with suggestions)."""
+def policy_save(
+    actor: Actor, t: Target, document: Any, *, note: str = "", base_version: int | None = None
+) -> Saved:
+    """Replace ``t``'s policy with ``document`` (validated; unknown names refused with suggestions).
+
+    With ``base_version`` (the version an editor was opened on), :class:`PolicyChanged` refuses the save
+    when the scope has a newer one: under the policy lock, so no other save can land between this check
+    and this save."""
+    if base_version is not None:
+        _lock(actor.tenant)
+        if selectors.latest_number(tenant=actor.tenant, target=t) != base_version:
+            versions = selectors.versions_of(tenant=actor.tenant, target=t).order_by("-number")
+            raise PolicyChanged(versions[0])
     checked = check(actor.tenant, t, document)
     version = _write(actor, t, checked.document, note=note)
     return Saved(policy=current(actor.tenant, t), version=version, warnings=checked.warnings)
@@ -186,7 +201,7 @@ def policy_rollback(actor: Actor, version: PolicyVersion) -> Saved:
     it named may have gone since)."""
     agent: Agent | None = None
     if version.scope == Scope.AGENT:
-        agent = Agent.objects.for_tenant(actor.tenant).filter(key=version.agent_key).first()
+        agent = selectors.version_agent(tenant=actor.tenant, version=version)
         if agent is None:
             raise ServiceError(
                 ErrorCode.CONFLICT,

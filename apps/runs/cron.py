@@ -21,8 +21,7 @@ from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
-from apps.audit.services import record
-from apps.realtime import events
+from apps.audit.services import record_and_publish
 from apps.runs import runner, services
 from apps.runs.models import ACTIVE, CronFiring, CronJob, Run
 from apps.tenants.actors import Actor
@@ -152,12 +151,6 @@ def job_data(job: CronJob) -> dict[str, Any]:
     }
 
 
-def _emit(actor: Actor, verb: str, job: CronJob) -> None:
-    data = job_data(job)
-    record(actor=actor, verb=verb, target_type="cron_job", target_id=str(job.pk), data=data)
-    events.publish(tenant=actor.tenant, topic=services.TOPIC, type=verb, data=data)
-
-
 def _sync_schedule(job: CronJob) -> None:
     """Create, update or remove the job's django-q2 schedule to match it."""
     existing = Schedule.objects.filter(pk=job.q_schedule_id).first() if job.q_schedule_id else None
@@ -221,7 +214,14 @@ def job_create(
     )
     _sync_schedule(job)
     job.save(update_fields=["q_schedule_id", "next_run_at", "updated_at"])
-    _emit(actor, "cron.created", job)
+    record_and_publish(
+        actor=actor,
+        topic=services.TOPIC,
+        verb="cron.created",
+        target_type="cron_job",
+        target_id=str(job.pk),
+        data=job_data(job),
+    )
     return job
 
 
@@ -258,7 +258,14 @@ def job_update(
         job.enabled = enabled
     _sync_schedule(job)
     job.save()
-    _emit(actor, "cron.updated", job)
+    record_and_publish(
+        actor=actor,
+        topic=services.TOPIC,
+        verb="cron.updated",
+        target_type="cron_job",
+        target_id=str(job.pk),
+        data=job_data(job),
+    )
     return job
 
 
@@ -267,7 +274,14 @@ def job_delete(*, actor: Actor, job: CronJob) -> None:
     if job.q_schedule_id:
         Schedule.objects.filter(pk=job.q_schedule_id).delete()
     data_job = job
-    _emit(actor, "cron.deleted", data_job)
+    record_and_publish(
+        actor=actor,
+        topic=services.TOPIC,
+        verb="cron.deleted",
+        target_type="cron_job",
+        target_id=str(data_job.pk),
+        data=job_data(data_job),
+    )
     job.delete()
 
 

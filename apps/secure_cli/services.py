@@ -13,8 +13,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from apps.audit.services import record
-from apps.realtime import events
+from apps.audit.services import record_and_publish
 from apps.secure_cli import execution, validation
 from apps.secure_cli.models import SecureCLIAgentGrant, SecureCLIBinary, SecureCLIUserCredential
 from apps.secure_cli.presets import PRESETS
@@ -48,11 +47,6 @@ MAX_TEST_OUTPUT_CHARS = 64 * 1024
 def _invalid(errors: dict[str, str]) -> ServiceError:
     field, message = next(iter(errors.items()))
     return ServiceError(ErrorCode.INVALID, f"{field}: {message}", details={k: [v] for k, v in errors.items()})
-
-
-def _emit(actor: Actor, verb: str, target_type: str, target_id: str, data: dict[str, Any]) -> None:
-    record(actor=actor, verb=verb, target_type=target_type, target_id=target_id, data=data)
-    events.publish(tenant=actor.tenant, topic=TOPIC, type=verb, data=data)
 
 
 # --- binaries --------------------------------------------------------------------------------------------
@@ -154,7 +148,14 @@ def binary_create(*, actor: Actor, preset: str | None = None, **fields: Any) -> 
     _apply(binary, {**base, **fields})
     _save(binary)
     config_changed(actor.tenant)
-    _emit(actor, "secure_cli.binary.created", "secure_cli_binary", str(binary.pk), binary_data(binary))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="secure_cli.binary.created",
+        target_type="secure_cli_binary",
+        target_id=str(binary.pk),
+        data=binary_data(binary),
+    )
     return binary
 
 
@@ -174,7 +175,14 @@ def binary_update(*, actor: Actor, binary: SecureCLIBinary, **changes: Any) -> S
     _save(locked, update_fields=[*columns, "updated_at"])
     config_changed(actor.tenant)
     data = {**binary_data(locked), "changed": changed}
-    _emit(actor, "secure_cli.binary.updated", "secure_cli_binary", str(locked.pk), data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="secure_cli.binary.updated",
+        target_type="secure_cli_binary",
+        target_id=str(locked.pk),
+        data=data,
+    )
     return locked
 
 
@@ -185,7 +193,14 @@ def binary_delete(*, actor: Actor, binary: SecureCLIBinary) -> None:
     if not deleted:
         raise ServiceError(ErrorCode.NOT_FOUND, "Credentialed CLI not found.", status=404)
     config_changed(actor.tenant)
-    _emit(actor, "secure_cli.binary.deleted", "secure_cli_binary", data["id"], data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="secure_cli.binary.deleted",
+        target_type="secure_cli_binary",
+        target_id=data["id"],
+        data=data,
+    )
 
 
 # --- agent grants ---------------------------------------------------------------------------------------
@@ -255,7 +270,14 @@ def grant_set(
     grant.save()
     config_changed(actor.tenant)
     verb = "secure_cli.grant.created" if created else "secure_cli.grant.updated"
-    _emit(actor, verb, "secure_cli_grant", str(grant.pk), grant_data(grant))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb=verb,
+        target_type="secure_cli_grant",
+        target_id=str(grant.pk),
+        data=grant_data(grant),
+    )
     return grant, created
 
 
@@ -266,7 +288,14 @@ def grant_delete(*, actor: Actor, grant: SecureCLIAgentGrant) -> None:
     if not deleted:
         raise ServiceError(ErrorCode.NOT_FOUND, "Grant not found.", status=404)
     config_changed(actor.tenant)
-    _emit(actor, "secure_cli.grant.deleted", "secure_cli_grant", data["id"], data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="secure_cli.grant.deleted",
+        target_type="secure_cli_grant",
+        target_id=data["id"],
+        data=data,
+    )
 
 
 # --- users' credentials -----------------------------------------------------------------------------------
@@ -313,7 +342,14 @@ def credential_set(
     credential.set_by = actor.label[:255]
     credential.save()
     verb = "secure_cli.credential.created" if created else "secure_cli.credential.updated"
-    _emit(actor, verb, "secure_cli_credential", str(credential.pk), credential_data(credential))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb=verb,
+        target_type="secure_cli_credential",
+        target_id=str(credential.pk),
+        data=credential_data(credential),
+    )
     return credential, created
 
 
@@ -323,7 +359,14 @@ def credential_delete(*, actor: Actor, credential: SecureCLIUserCredential) -> N
     deleted, _ = SecureCLIUserCredential.objects.for_tenant(actor.tenant).filter(pk=credential.pk).delete()
     if not deleted:
         raise ServiceError(ErrorCode.NOT_FOUND, "Credentials not found.", status=404)
-    _emit(actor, "secure_cli.credential.deleted", "secure_cli_credential", data["id"], data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="secure_cli.credential.deleted",
+        target_type="secure_cli_credential",
+        target_id=data["id"],
+        data=data,
+    )
 
 
 # --- test run ----------------------------------------------------------------------------------------------
@@ -402,5 +445,12 @@ def binary_test(
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
     }
     with transaction.atomic():
-        _emit(actor, "secure_cli.binary.tested", "secure_cli_binary", str(binary.pk), outcome)
+        record_and_publish(
+            actor=actor,
+            topic=TOPIC,
+            verb="secure_cli.binary.tested",
+            target_type="secure_cli_binary",
+            target_id=str(binary.pk),
+            data=outcome,
+        )
     return {**outcome, "output": output}

@@ -49,6 +49,23 @@ def visible_to_call(*, tenant: Tenant, agent: Agent, user_id: str) -> QuerySet[S
     return session_list(tenant=tenant, agent=agent, user_id=user_id)
 
 
+def history(*, tenant: Tenant, session: Session) -> QuerySet[SessionMessage]:
+    """Every message of ``session``, in order (a page reads them a slice at a time)."""
+    return SessionMessage.objects.for_tenant(tenant).filter(session=session).order_by("seq")
+
+
+def source_messages(*, tenant: Tenant, session_id: uuid.UUID, source: str) -> QuerySet[SessionMessage]:
+    """The messages one source wrote into a session (``run:<id>``: a run's transcript), in order."""
+    return (
+        SessionMessage.objects.for_tenant(tenant).filter(session_id=session_id, source=source).order_by("seq")
+    )
+
+
+def children(*, tenant: Tenant, session: Session) -> QuerySet[Session]:
+    """The sessions whose parent is ``session`` (its subagents'), with their agent, unordered."""
+    return Session.objects.for_tenant(tenant).select_related("agent").filter(parent=session)
+
+
 def messages(*, session: Session, after: int = 0, limit: int | None = None) -> list[SessionMessage]:
     """``session``'s messages after ``seq`` ``after``, in order; with ``limit``, the first ``limit``."""
     rows = (

@@ -12,8 +12,7 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
-from apps.audit.services import record
-from apps.realtime import events
+from apps.audit.services import record_and_publish
 from apps.skills import parsing
 from apps.skills.errors import SkillErrorCode
 from apps.skills.models import (
@@ -58,11 +57,6 @@ def skill_data(skill: Skill) -> dict[str, Any]:
         "version": skill.version,
         "size": len(skill.content),
     }
-
-
-def _emit(actor: Actor, verb: str, target_id: str, data: dict[str, Any]) -> None:
-    record(actor=actor, verb=verb, target_type="skill", target_id=target_id, data=data)
-    events.publish(tenant=actor.tenant, topic=TOPIC, type=verb, data=data)
 
 
 def _invalid(field: str, message: str) -> ServiceError:
@@ -156,7 +150,14 @@ def skill_create(
     _apply(skill, parsed, content)
     skill.created_by = skill.updated_by = actor.label[:300]
     _save(skill)
-    _emit(actor, "skill.created", str(skill.pk), skill_data(skill))
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="skill.created",
+        target_type="skill",
+        target_id=str(skill.pk),
+        data=skill_data(skill),
+    )
     return skill
 
 
@@ -239,7 +240,14 @@ def skill_update(
     _save(current, update_fields=[*changed, *columns, "updated_by", "updated_at"])
     data = skill_data(current)
     data["changed"] = sorted(changed)
-    _emit(actor, "skill.updated", str(current.pk), data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="skill.updated",
+        target_type="skill",
+        target_id=str(current.pk),
+        data=data,
+    )
     return current
 
 
@@ -251,7 +259,9 @@ def skill_delete(*, actor: Actor, skill: Skill) -> None:
     deleted, _ = Skill.objects.for_tenant(actor.tenant).filter(pk=skill.pk).delete()
     if not deleted:
         raise ServiceError(ErrorCode.NOT_FOUND, "Skill not found.", status=404)
-    _emit(actor, "skill.deleted", target, data)
+    record_and_publish(
+        actor=actor, topic=TOPIC, verb="skill.deleted", target_type="skill", target_id=target, data=data
+    )
 
 
 def clean_file_path(path: str) -> str:
@@ -324,7 +334,14 @@ def skill_publish(
     )
     data = skill_data(skill)
     data["files"] = sorted(cleaned)
-    _emit(actor, "skill.created" if created else "skill.updated", str(skill.pk), data)
+    record_and_publish(
+        actor=actor,
+        topic=TOPIC,
+        verb="skill.created" if created else "skill.updated",
+        target_type="skill",
+        target_id=str(skill.pk),
+        data=data,
+    )
     return skill, created
 
 
@@ -353,5 +370,7 @@ def skill_use_record(
         "session_key": use.session_key,
         "how": how,
     }
-    _emit(actor, "skill.used", str(skill.pk), data)
+    record_and_publish(
+        actor=actor, topic=TOPIC, verb="skill.used", target_type="skill", target_id=str(skill.pk), data=data
+    )
     return use

@@ -1,5 +1,6 @@
 """Reads of the task board: listing with the ``team_tasks`` tool's semantics, a task's detail, and
-search (SPEC B §2.4).
+search (SPEC B §2.4); and, for the REST API and the dashboard, the teams a user's grants reach with
+their members, user grants, escalations and task events (the lists across teams narrowed to the tenant).
 
 Every read is narrowed to one tenant and one team. The filters are explicit arguments: the tool decides
 from its call context which chat and which user a caller sees (see ``apps.teams.tools``); the REST API
@@ -22,13 +23,25 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import F, Func, IntegerField, QuerySet
+from django.db.models import Count, F, Func, IntegerField, QuerySet
 from pgvector.django import CosineDistance
 
-from apps.teams.models import Task, TaskAttachment, TaskComment, TaskEvent, Team, TeamMember
+from apps.teams.access import team_visibility
+from apps.teams.models import (
+    Escalation,
+    Task,
+    TaskAttachment,
+    TaskComment,
+    TaskEvent,
+    Team,
+    TeamMember,
+    TeamUserGrant,
+)
+from apps.tenants.models import Agent
 
 if TYPE_CHECKING:
-    from apps.tenants.models import Agent, Tenant
+    from apps.tenants.actors import Actor
+    from apps.tenants.models import Tenant
 
 Status = Task.Status
 
@@ -63,6 +76,11 @@ def team_for_agent(*, tenant: Tenant, agent: Agent) -> Team | None:
 
 def _board(team: Team) -> QuerySet[Task]:
     return Task.objects.for_tenant(team.tenant).filter(team_id=team.pk)
+
+
+def board_tasks(*, team: Team) -> QuerySet[Task]:
+    """Every task on ``team``'s board, unordered."""
+    return _board(team)
 
 
 def filter_by_status(queryset: QuerySet[Task], status: str) -> QuerySet[Task]:
@@ -283,3 +301,100 @@ def _merge(
     ]
     hits.sort(key=lambda h: (-h.score, -h.task.priority, h.task.created_at))
     return hits[:limit]
+
+
+# --- teams, members, grants, escalations and events -------------------------------------------------------
+
+
+def team_overview(*, actor: Actor) -> QuerySet[Team]:
+    """The teams of the actor's tenant that its user grants reach, with their lead and member count,
+    active first, then by name."""
+    return (
+        Team.objects.for_tenant(actor.tenant)
+        .filter(team_visibility(actor))
+        .select_related("lead")
+        .annotate(member_count=Count("members", distinct=True))
+        .order_by("status", "name")
+    )
+
+
+def active_teams(*, actor: Actor) -> QuerySet[Team]:
+    """The active teams of the actor's tenant that its user grants reach, by name."""
+    return (
+        Team.objects.for_tenant(actor.tenant)
+        .filter(team_visibility(actor), status=Team.Status.ACTIVE)
+        .order_by("name")
+    )
+
+
+def team_get(*, actor: Actor, id: uuid.UUID) -> Team | None:
+    """The team ``id`` of the actor's tenant, with its tenant and lead; None when it is missing, another
+    tenant's, or one the actor's user grants do not reach."""
+    return (
+        Team.objects.for_tenant(actor.tenant)
+        .select_related("tenant", "lead")
+        .filter(team_visibility(actor), pk=id)
+        .first()
+    )
+
+
+def open_task_counts(*, tenant: Tenant) -> dict[uuid.UUID, int]:
+    """How many tasks not completed or cancelled each team of ``tenant`` has, by team id."""
+    return dict(
+        Task.objects.for_tenant(tenant)
+        .exclude(status__in=[Status.COMPLETED, Status.CANCELLED])
+        .values("team_id")
+        .annotate(n=Count("id"))
+        .values_list("team_id", "n")
+    )
+
+
+def open_escalation_counts(*, tenant: Tenant) -> dict[uuid.UUID, int]:
+    """How many open escalations each team of ``tenant`` has, by team id."""
+    return dict(
+        Escalation.objects.for_tenant(tenant)
+        .filter(state=Escalation.State.OPEN)
+        .values("team_id")
+        .annotate(n=Count("id"))
+        .values_list("team_id", "n")
+    )
+
+
+def members(*, tenant: Tenant, team: Team | None = None) -> QuerySet[TeamMember]:
+    """The team memberships of ``tenant`` with their agent; with ``team``, that team's only."""
+    rows = TeamMember.objects.for_tenant(tenant).select_related("agent")
+    return rows.filter(team_id=team.pk) if team is not None else rows
+
+
+def member_get(*, tenant: Tenant, team: Team, key: str) -> TeamMember | None:
+    """The membership of the agent ``key`` in ``team``, with its agent; None when it is not a member."""
+    return (
+        TeamMember.objects.for_tenant(tenant)
+        .select_related("agent")
+        .filter(team_id=team.pk, agent__key=key)
+        .first()
+    )
+
+
+def grant_get(*, tenant: Tenant, team: Team, id: uuid.UUID) -> TeamUserGrant | None:
+    """The user grant ``id`` on ``team``; None when it is missing or another team's."""
+    return TeamUserGrant.objects.for_tenant(tenant).filter(team_id=team.pk, pk=id).first()
+
+
+def agent_get(*, tenant: Tenant, key: str) -> Agent | None:
+    """The agent ``key`` of ``tenant`` (a team's lead or member to be); None when it has none."""
+    return Agent.objects.for_tenant(tenant).filter(key=key).first()
+
+
+def escalation_list(*, tenant: Tenant, team: Team | None = None) -> QuerySet[Escalation]:
+    """The escalations of ``tenant`` (with ``team``, that team's), with their task, member and team,
+    newest first."""
+    rows = Escalation.objects.for_tenant(tenant).select_related("task", "member", "team")
+    if team is not None:
+        rows = rows.filter(team_id=team.pk)
+    return rows.order_by("-created_at", "-id")
+
+
+def team_events(*, team: Team) -> QuerySet[TaskEvent]:
+    """The task events of ``team`` (those of deleted tasks included), newest first."""
+    return TaskEvent.objects.for_tenant(team.tenant).filter(team_id=team.pk).order_by("-created_at", "-id")

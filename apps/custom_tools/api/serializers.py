@@ -14,8 +14,8 @@ from rest_framework import serializers
 
 from apps.custom_tools import services
 from apps.custom_tools.models import CustomTool
-from apps.mcp_grants.api.serializers import FlagField, ObjectField, StringMapField, WholeNumberField
 from apps.tenants.api.base import StrictSerializer
+from apps.tenants.api.fields import FlagField, ObjectField, StringMapField, WholeNumberField
 
 
 def _text(**kwargs: Any) -> serializers.CharField:

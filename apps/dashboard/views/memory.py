@@ -22,7 +22,7 @@ from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import add_service_error
 from apps.dashboard.views.confirm import confirm_action
 from apps.memory import selectors, services
-from apps.memory.models import MAX_DOCUMENT_CHARS, MAX_PATH_CHARS, MemoryChunk, MemoryDocument
+from apps.memory.models import MAX_DOCUMENT_CHARS, MAX_PATH_CHARS, MemoryDocument
 from apps.memory.search import SearchError, hybrid_search
 from apps.memory.selectors import PathError
 from apps.memory.services import MAX_USER_ID_CHARS
@@ -108,12 +108,7 @@ def document_list(request: DashboardRequest, key: str) -> HttpResponse:
             search_error = f"{str(error).capitalize()}."
         else:
             owner = {hit.document_id: hit for hit in result.hits}
-            found = {
-                str(d.pk): d
-                for d in MemoryDocument.objects.for_tenant(request.actor.tenant)
-                .select_related("agent")
-                .filter(pk__in=list(owner))
-            }
+            found = selectors.documents_by_id(tenant=request.actor.tenant, ids=list(owner))
             search = {
                 "mode_label": "full text and vectors" if result.mode == "hybrid" else "full text only",
                 "warning": result.warning,
@@ -165,7 +160,7 @@ def _detail(
     *,
     status: int,
 ) -> HttpResponse:
-    chunks = MemoryChunk.objects.for_tenant(request.actor.tenant).filter(document_id=document.pk).count()
+    chunks = selectors.chunk_count(tenant=request.actor.tenant, document=document)
     return render(
         request,
         "dashboard/memory/detail.html",

@@ -35,8 +35,8 @@ from apps.dashboard.views.submit import submit_form
 from apps.messaging import selectors, services
 from apps.messaging.models import MAX_CHAT_ID_CHARS, MAX_URL_CHARS, Channel
 from apps.tenants.errors import ServiceError
-from apps.tenants.models import Agent
 from apps.tenants.roles import Role
+from apps.tenants.selectors import agent_list
 
 MAX_CHANNELS = 200
 MAX_AGENT_CHOICES = 200
@@ -174,11 +174,7 @@ def _channel(request: DashboardRequest, id: uuid.UUID) -> Channel:
 
 
 def _agents(request: DashboardRequest, channel: Channel | None) -> list[str]:
-    keys = list(
-        Agent.objects.for_tenant(request.actor.tenant)
-        .order_by("key")
-        .values_list("key", flat=True)[:MAX_AGENT_CHOICES]
-    )
+    keys = list(agent_list(tenant=request.actor.tenant).values_list("key", flat=True)[:MAX_AGENT_CHOICES])
     if channel is not None:
         keys += [k for k in channel.agent_keys if k not in keys]
     return keys

@@ -15,8 +15,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.db import transaction
-from django.db.models import Max
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -26,13 +24,15 @@ from apps.dashboard.forms import PolicyContextForm, PolicyEditForm, PolicyTarget
 from apps.dashboard.views.confirm import confirm_action
 from apps.policy import documents as docs
 from apps.policy import engine
+from apps.policy import selectors as policy_selectors
 from apps.policy import services as policy_services
-from apps.policy.models import PolicyDocument, PolicyVersion, Scope
+from apps.policy.models import PolicyVersion, Scope
 from apps.policy.services import Target
 from apps.tenants import access
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role
+from apps.tenants.selectors import agent_list
 from apps.tools.catalog import CATALOG
 
 MAX_EXPLAIN_BODY = 2 * docs.MAX_DOCUMENT_BYTES
@@ -117,32 +117,11 @@ def _channel_target(request: DashboardRequest, channel: str) -> Target:
 
 
 def _latest_number(tenant: Tenant, t: Target) -> int:
-    """The number of the scope's last version (a deletion included), 0 when it never had one: what a
-    save compares with the version its editor was opened on."""
-    top = (
-        PolicyVersion.objects.for_tenant(tenant)
-        .filter(
-            scope=t.scope,
-            agent_key=t.agent.key if t.agent is not None else "",
-            channel=t.channel,
-            chat_id=t.chat_id,
-        )
-        .aggregate(top=Max("number"))["top"]
-    )
-    return int(top or 0)
+    return policy_selectors.latest_number(tenant=tenant, target=t)
 
 
 def _versions(tenant: Tenant, t: Target) -> list[PolicyVersion]:
-    return list(
-        PolicyVersion.objects.for_tenant(tenant)
-        .filter(
-            scope=t.scope,
-            agent_key=t.agent.key if t.agent is not None else "",
-            channel=t.channel,
-            chat_id=t.chat_id,
-        )
-        .order_by("-number")[:VERSIONS_SHOWN]
-    )
+    return list(policy_selectors.versions_of(tenant=tenant, target=t).order_by("-number")[:VERSIONS_SHOWN])
 
 
 def _pretty(document: Any) -> str:
@@ -178,7 +157,7 @@ def _editor(
         form = PolicyEditForm(
             initial={"document": _pretty(row.document if row is not None else {}), "base_version": latest}
         )
-    agents = list(Agent.objects.for_tenant(tenant).order_by("key").values_list("key", flat=True)[:500])
+    agents = list(agent_list(tenant=tenant).values_list("key", flat=True)[:500])
     context = {
         "page": Page(t),
         "scope": t.scope,
@@ -215,24 +194,24 @@ def _save(request: DashboardRequest, t: Target) -> HttpResponse:
     form = PolicyEditForm(request.POST)
     if not form.is_valid():
         return _editor(request, t, form, status=400)
-    base = form.cleaned_data["base_version"]
     try:
-        with transaction.atomic():
-            # The lock every policy write takes (policy services): no other save can land between this
-            # check and this save.
-            Tenant.objects.select_for_update().filter(pk=actor.tenant.pk).values_list("pk", flat=True).get()
-            if _latest_number(actor.tenant, t) != base:
-                newer = _versions(actor.tenant, t)[0]
-                form.add_error(
-                    None,
-                    f"Not saved: this policy changed since you opened it (now version {newer.number}, by "
-                    f"{newer.author_label or newer.author_kind}). Your text is kept below: reload to see "
-                    "the change, then apply yours again.",
-                )
-                return _editor(request, t, form, stale=newer, status=409)
-            saved = policy_services.policy_save(
-                actor, t, form.cleaned_data["document"], note=form.cleaned_data["note"]
-            )
+        # Refused when the scope got a new version since the editor was opened on ``base_version``.
+        saved = policy_services.policy_save(
+            actor,
+            t,
+            form.cleaned_data["document"],
+            note=form.cleaned_data["note"],
+            base_version=form.cleaned_data["base_version"],
+        )
+    except policy_services.PolicyChanged as changed:
+        newer = changed.newer
+        form.add_error(
+            None,
+            f"Not saved: this policy changed since you opened it (now version {newer.number}, by "
+            f"{newer.author_label or newer.author_kind}). Your text is kept below: reload to see "
+            "the change, then apply yours again.",
+        )
+        return _editor(request, t, form, stale=newer, status=409)
     except ServiceError as exc:
         form.add_service_errors(exc)
         return _editor(request, t, form, status=400)
@@ -288,9 +267,7 @@ def policy_channels(request: DashboardRequest) -> HttpResponse:
     if form.is_bound and form.is_valid():
         t = form.cleaned_data["target"]
         return redirect(Page(t).url)
-    rows = list(
-        PolicyDocument.objects.for_tenant(tenant).filter(scope=Scope.CHANNEL).order_by("channel", "chat_id")
-    )
+    rows = list(policy_selectors.channel_policies(tenant=tenant))
     return render(
         request,
         "dashboard/policy/channels.html",
@@ -374,7 +351,7 @@ def policy_channel_versions(request: DashboardRequest, channel: str) -> HttpResp
 
 def _access_version(request: DashboardRequest, id: Any) -> PolicyVersion:
     """A version of the actor's tenant (another tenant's or a missing one: 404)."""
-    version = PolicyVersion.objects.for_tenant(request.actor.tenant).filter(pk=id).first()
+    version = policy_selectors.version_get(tenant=request.actor.tenant, id=id)
     if version is None:
         raise Http404("No such policy version.")
     return version
@@ -384,7 +361,7 @@ def _version_page(tenant: Tenant, version: PolicyVersion) -> Page | None:
     """The scope page of a version (None for an agent that no longer exists)."""
     agent = None
     if version.scope == Scope.AGENT:
-        agent = Agent.objects.for_tenant(tenant).filter(key=version.agent_key).first()
+        agent = policy_selectors.version_agent(tenant=tenant, version=version)
         if agent is None:
             return None
     return Page(Target(version.scope, agent=agent, channel=version.channel, chat_id=version.chat_id))
@@ -518,8 +495,7 @@ def policy_explain(request: DashboardRequest) -> HttpResponse:
     # The agent: the scope's own, else the one chosen, else the first of the tenant.
     agent: Agent | None = t.agent
     if agent is None:
-        agents = Agent.objects.for_tenant(tenant).order_by("key")
-        agent = (agents.filter(key=context["agent"]).first() if context["agent"] else None) or agents.first()
+        agent = policy_selectors.explain_agent(tenant=tenant, key=context["agent"])
     if agent is None:
         result["message"] = "This tenant has no agent yet: add one to see which tools the policy gives it."
         return JsonResponse(result)

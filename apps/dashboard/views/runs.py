@@ -131,11 +131,9 @@ def run_list(request: DashboardRequest) -> HttpResponse:
 
 
 def _transcript(run: Run) -> list[dict[str, Any]]:
-    rows = (
-        SessionMessage.objects.for_tenant(run.tenant)
-        .filter(session_id=run.session_id, source=f"run:{run.pk}")
-        .order_by("seq")[:MAX_TRANSCRIPT]
-    )
+    rows = session_selectors.source_messages(
+        tenant=run.tenant, session_id=run.session_id, source=f"run:{run.pk}"
+    )[:MAX_TRANSCRIPT]
     return [_message(m) for m in rows]
 
 
@@ -250,9 +248,9 @@ def session_detail(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     """One session: its whole history, 100 messages a page, its parent and child sessions and its runs."""
     session = _session(request, id)
     tenant = request.actor.tenant
-    history = SessionMessage.objects.for_tenant(tenant).filter(session=session).order_by("seq")
+    history = session_selectors.history(tenant=tenant, session=session)
     page = Paginator(history, MESSAGES_PER_PAGE).get_page(request.GET.get("page"))
-    children = Session.objects.for_tenant(tenant).select_related("agent").filter(parent=session)
+    children = session_selectors.children(tenant=tenant, session=session)
     runs = selectors.run_list(tenant=tenant, session=session)
     return render(
         request,

@@ -40,7 +40,7 @@ from apps.dashboard.views.confirm import confirm_action
 from apps.teams import access, board, selectors, services
 from apps.teams.api.access import access_member, access_team
 from apps.teams.board import BoardError
-from apps.teams.models import Escalation, Task, TaskEvent, Team, TeamMember
+from apps.teams.models import Escalation, Task, Team
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent
 from apps.tenants.roles import Role
@@ -105,10 +105,7 @@ def _task_action(
 
 
 def _escalations(team: Team | None, tenant: Any) -> QuerySet[Escalation]:
-    queryset = Escalation.objects.for_tenant(tenant).select_related("task", "member", "team")
-    if team is not None:
-        queryset = queryset.filter(team_id=team.pk)
-    return queryset.order_by("-created_at", "-id")
+    return selectors.escalation_list(tenant=tenant, team=team)
 
 
 def _escalation(team: Team, escalation_id: uuid.UUID) -> Escalation:
@@ -119,7 +116,7 @@ def _escalation(team: Team, escalation_id: uuid.UUID) -> Escalation:
 
 
 def _members(team: Team, *, with_lead: bool = True) -> list[Agent]:
-    rows = TeamMember.objects.for_tenant(team.tenant).filter(team_id=team.pk).select_related("agent")
+    rows = selectors.members(tenant=team.tenant, team=team)
     return [m.agent for m in rows if with_lead or m.agent_id != team.lead_id]
 
 
@@ -154,27 +151,9 @@ def _live_config(team: Team) -> dict[str, Any]:
 def team_list(request: DashboardRequest) -> HttpResponse:
     """The tenant's teams (active first) with their lead, members and open work."""
     tenant = request.actor.tenant
-    teams = list(
-        Team.objects.for_tenant(tenant)
-        .filter(access.team_visibility(request.actor))
-        .select_related("lead")
-        .annotate(member_count=Count("members", distinct=True))
-        .order_by("status", "name")[:500]
-    )
-    open_tasks = dict(
-        Task.objects.for_tenant(tenant)
-        .exclude(status__in=[Status.COMPLETED, Status.CANCELLED])
-        .values("team_id")
-        .annotate(n=Count("id"))
-        .values_list("team_id", "n")
-    )
-    open_escalations = dict(
-        Escalation.objects.for_tenant(tenant)
-        .filter(state=Escalation.State.OPEN)
-        .values("team_id")
-        .annotate(n=Count("id"))
-        .values_list("team_id", "n")
-    )
+    teams = list(selectors.team_overview(actor=request.actor)[:500])
+    open_tasks = selectors.open_task_counts(tenant=tenant)
+    open_escalations = selectors.open_escalation_counts(tenant=tenant)
     rows = [
         {"team": t, "open_tasks": open_tasks.get(t.pk, 0), "open_escalations": open_escalations.get(t.pk, 0)}
         for t in teams
@@ -232,7 +211,7 @@ def team_settings(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
         else:
             messages.success(request, f"Settings of {form.cleaned_data['name']} saved.")
             return redirect("dashboard:team_settings", id=team.pk)
-    members = list(TeamMember.objects.for_tenant(team.tenant).filter(team_id=team.pk).select_related("agent"))
+    members = list(selectors.members(tenant=team.tenant, team=team))
     joined = {m.agent_id for m in members}
     candidates = [a for a in agent_list(tenant=team.tenant)[:1000] if a.pk not in joined]
     return render(
@@ -315,7 +294,7 @@ def team_board(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     """The team's tasks in columns by status, optionally of one chat; it follows the team's topic
     live (static/js/team-board.js)."""
     team = _team(request, id)
-    tasks = Task.objects.for_tenant(team.tenant).filter(team_id=team.pk)
+    tasks = selectors.board_tasks(team=team)
     chats = list(
         tasks.exclude(chat_id="").order_by("chat_id").values_list("chat_id", flat=True).distinct()[:MAX_CHATS]
     )
@@ -612,11 +591,7 @@ def escalations_all(request: DashboardRequest) -> HttpResponse:
     """Every team's escalations in one inbox (live for the tenant's active teams), of the teams the
     user's grants reach."""
     tenant = request.actor.tenant
-    teams = list(
-        Team.objects.for_tenant(tenant)
-        .filter(access.team_visibility(request.actor), status=Team.Status.ACTIVE)
-        .order_by("name")[:MAX_TEAMS_LIVE]
-    )
+    teams = list(selectors.active_teams(actor=request.actor)[:MAX_TEAMS_LIVE])
     return _escalation_page(
         request,
         _escalations(None, tenant).filter(access.team_visibility(request.actor, "team_id")),
@@ -682,7 +657,7 @@ def team_audit(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     filtering = any(name in request.GET for name in TaskEventFilterForm.base_fields)
     form = TaskEventFilterForm(request.GET if filtering else None)
     filters = form.filters()
-    events = TaskEvent.objects.for_tenant(team.tenant).filter(team_id=team.pk).order_by("-created_at", "-id")
+    events = selectors.team_events(team=team)
     if "event_type" in filters:
         events = events.filter(event_type=filters["event_type"])
     if "task" in filters:

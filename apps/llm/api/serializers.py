@@ -14,8 +14,8 @@ from rest_framework import serializers
 
 from apps.llm import services
 from apps.llm.models import CAPABILITIES, Provider
-from apps.mcp_grants.api.serializers import FlagField, StringMapField, WholeNumberField
 from apps.tenants.api.base import StrictSerializer
+from apps.tenants.api.fields import FlagField, StringMapField, WholeNumberField
 
 MODELS_HELP = "capability to model name: " + ", ".join(f"{c} ({u})" for c, u in CAPABILITIES.items())
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -24,24 +23,14 @@ from apps.mcp_grants.models import (
     UserGrant,
 )
 from apps.tenants.api.base import StrictSerializer
-
-STRING_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
-STRING_MAP: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
-
-
-@extend_schema_field(OpenApiTypes.BOOL)
-class FlagField(serializers.JSONField):
-    """true or false, nothing coerced (checked by the service)."""
-
-
-@extend_schema_field(OpenApiTypes.INT)
-class WholeNumberField(serializers.JSONField):
-    """A JSON integer, nothing coerced (checked by the service)."""
-
-
-@extend_schema_field(STRING_LIST)
-class StringListField(serializers.JSONField):
-    """A list of strings (checked by the service)."""
+from apps.tenants.api.fields import (
+    STRING_LIST,
+    FlagField,
+    ObjectField,
+    StringListField,
+    StringMapField,
+    WholeNumberField,
+)
 
 
 @extend_schema_field({**STRING_LIST, "nullable": True})
@@ -50,16 +39,6 @@ class ToolAllowField(serializers.JSONField):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(allow_null=True, **kwargs)
-
-
-@extend_schema_field(STRING_MAP)
-class StringMapField(serializers.JSONField):
-    """Names to string values: headers or environment variables (checked by the service)."""
-
-
-@extend_schema_field(OpenApiTypes.OBJECT)
-class ObjectField(serializers.JSONField):
-    """A JSON object (checked by the service)."""
 
 
 def _secret(**kwargs: Any) -> serializers.CharField:

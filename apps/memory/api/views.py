@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from apps.memory import selectors, services
 from apps.memory.api import serializers as s
-from apps.memory.models import MemoryChunk, MemoryDocument
+from apps.memory.models import MemoryDocument
 from apps.memory.search import SearchError, hybrid_search
 from apps.memory.selectors import PathError
 from apps.tenants.access import access_agent
@@ -80,7 +80,7 @@ class MemoryDocumentViewSet(TenantScopedViewSet):
         return self.get_paginated_response(s.DocumentOutput(page, many=True).data)
 
     def _detail(self, document: MemoryDocument) -> dict[str, Any]:
-        chunks = MemoryChunk.objects.for_tenant(self.actor.tenant).filter(document_id=document.pk).count()
+        chunks = selectors.chunk_count(tenant=self.actor.tenant, document=document)
         size = len(document.content.encode("utf-8", errors="surrogatepass"))
         fields = {name: getattr(document, name) for name in s.DOCUMENT_FIELDS}
         return dict(s.DocumentDetailOutput({**fields, "size": size, "chunks": chunks}).data)

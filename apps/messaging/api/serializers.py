@@ -12,10 +12,10 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.mcp_grants.api.serializers import FlagField, ObjectField, StringListField, StringMapField
 from apps.messaging import services
 from apps.messaging.models import Channel, OutboundMessage
 from apps.tenants.api.base import StrictSerializer
+from apps.tenants.api.fields import FlagField, ObjectField, StringListField, StringMapField
 
 TOPICS_HELP = (
     'chat or topic id to the tools a call from there may use, e.g. {"-100123:topic:45": ["web_search", '

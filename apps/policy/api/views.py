@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.policy import documents as docs
-from apps.policy import engine, services
+from apps.policy import engine, selectors, services
 from apps.policy.api import serializers as s
 from apps.policy.engine import CallScope, Explanation
 from apps.policy.models import PolicyDocument, PolicyVersion, Scope
@@ -155,11 +155,7 @@ class ChannelPolicyListView(TenantViewMixin, APIView):
 
     @extend_schema(responses={200: s.ChannelPolicyOutput(many=True)})
     def get(self, request: Request) -> Response:
-        rows = (
-            PolicyDocument.objects.for_tenant(self.actor.tenant)
-            .filter(scope=Scope.CHANNEL)
-            .order_by("channel", "chat_id")
-        )
+        rows = selectors.channel_policies(tenant=self.actor.tenant)
         return Response(s.ChannelPolicyOutput(rows, many=True).data)
 
 
@@ -199,7 +195,7 @@ class PolicyVersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Ten
 
 
 def _access_version(*, tenant: Tenant, pk: uuid.UUID) -> PolicyVersion:
-    version = PolicyVersion.objects.for_tenant(tenant).filter(pk=pk).first()
+    version = selectors.version_get(tenant=tenant, id=pk)
     if version is None:
         raise Http404("No policy version with this id.")
     return version
@@ -209,7 +205,7 @@ def _version_target(tenant: Tenant, version: PolicyVersion) -> tuple[services.Ta
     """The scope ``version`` belongs to, or None and why it is gone."""
     agent: Agent | None = None
     if version.scope == Scope.AGENT:
-        agent = Agent.objects.for_tenant(tenant).filter(key=version.agent_key).first()
+        agent = selectors.version_agent(tenant=tenant, version=version)
         if agent is None:
             return None, f"Agent {version.agent_key!r} no longer exists; its policy cannot be restored."
     return services.target(version.scope, agent=agent, channel=version.channel, chat_id=version.chat_id), ""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.mcp_grants.api.serializers import WholeNumberField
 from apps.runs.models import Run
 from apps.tenants.api.base import StrictSerializer
+from apps.tenants.api.fields import WholeNumberField
 
 
 class RunOutput(serializers.ModelSerializer):  # type: ignore[type-arg]

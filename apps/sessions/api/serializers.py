@@ -8,9 +8,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.mcp_grants.api.serializers import ObjectField, WholeNumberField
 from apps.sessions.models import Session, SessionMessage
 from apps.tenants.api.base import StrictSerializer
+from apps.tenants.api.fields import ObjectField, WholeNumberField
 
 
 def _text(**kwargs: Any) -> serializers.CharField:

@@ -11,7 +11,6 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.mcp_grants.api.serializers import FlagField
 from apps.skills import loading
 from apps.skills.models import (
     MAX_CONTENT_CHARS,
@@ -22,6 +21,7 @@ from apps.skills.models import (
 )
 from apps.skills.services import skill_data
 from apps.tenants.api.base import StrictSerializer
+from apps.tenants.api.fields import FlagField
 
 
 @extend_schema_field({"type": "string", "nullable": True})

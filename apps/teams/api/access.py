@@ -8,8 +8,9 @@ import uuid
 
 from django.http import Http404
 
-from apps.teams.access import act_refusal, team_visibility
-from apps.teams.models import Team, TeamMember, TeamUserGrant
+from apps.teams import selectors
+from apps.teams.access import act_refusal
+from apps.teams.models import Team, TeamUserGrant
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent
@@ -23,12 +24,7 @@ def _uuid_or_404(value: object) -> uuid.UUID:
 
 
 def access_team(*, actor: Actor, id: object) -> Team:
-    team = (
-        Team.objects.for_tenant(actor.tenant)
-        .select_related("tenant", "lead")
-        .filter(team_visibility(actor), pk=_uuid_or_404(id))
-        .first()
-    )
+    team = selectors.team_get(actor=actor, id=_uuid_or_404(id))
     if team is None:
         raise Http404("No team with this id.")
     return team
@@ -43,21 +39,14 @@ def require_act(*, actor: Actor, team: Team) -> None:
 
 def access_member(*, actor: Actor, team: Team, key: str) -> Agent:
     """The agent ``key`` as a member of ``team``."""
-    member = (
-        TeamMember.objects.for_tenant(actor.tenant)
-        .select_related("agent")
-        .filter(team_id=team.pk, agent__key=key)
-        .first()
-    )
+    member = selectors.member_get(tenant=actor.tenant, team=team, key=key)
     if member is None:
         raise Http404(f"{key[:64]} is not a member of this team.")
     return member.agent
 
 
 def access_grant(*, actor: Actor, team: Team, id: object) -> TeamUserGrant:
-    grant = (
-        TeamUserGrant.objects.for_tenant(actor.tenant).filter(team_id=team.pk, pk=_uuid_or_404(id)).first()
-    )
+    grant = selectors.grant_get(tenant=actor.tenant, team=team, id=_uuid_or_404(id))
     if grant is None:
         raise Http404("No grant with this id on this team.")
     return grant
@@ -66,7 +55,7 @@ def access_grant(*, actor: Actor, team: Team, id: object) -> TeamUserGrant:
 def agent_named(*, actor: Actor, field: str, key: str) -> Agent:
     """The tenant's agent ``key`` named in a request body: a missing one (or another tenant's) is an
     invalid input naming the field."""
-    agent = Agent.objects.for_tenant(actor.tenant).filter(key=key).first()
+    agent = selectors.agent_get(tenant=actor.tenant, key=key)
     if agent is None:
         raise ServiceError(
             ErrorCode.INVALID,

@@ -59,8 +59,7 @@ def _body(serializer: type[StrictSerializer], request: Request) -> dict[str, Any
 
 
 def _members_prefetch(view: TenantScopedViewSet) -> Prefetch:  # type: ignore[type-arg]
-    members = TeamMember.objects.for_tenant(view.actor.tenant).select_related("agent")
-    return Prefetch("members", queryset=members)
+    return Prefetch("members", queryset=selectors.members(tenant=view.actor.tenant))
 
 
 class TeamViewSet(TenantScopedViewSet):
