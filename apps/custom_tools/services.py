@@ -22,6 +22,7 @@ from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError, invalid_fields
 from apps.tenants.models import Agent
 from apps.tenants.services import config_changed
+from apps.toolkit import runtime_settings
 from apps.toolkit.context import CallContext
 
 TOPIC = "custom_tools"
@@ -225,7 +226,6 @@ def _test_context(*, actor: Actor, agent: Agent, user_id: str) -> CallContext:
     exec deny groups and tool settings, and a fresh scrubber holding the setting secrets."""
     from apps.policy import engine
     from apps.policy.engine import CallScope
-    from apps.runtime import config
     from apps.runtime.pipeline import _tool_settings
     from apps.tenants.selectors import setting_secrets_for_call
     from apps.toolkit.scrubber import Scrubber
@@ -234,7 +234,7 @@ def _test_context(*, actor: Actor, agent: Agent, user_id: str) -> CallContext:
     tenant = actor.tenant
     policy = engine.resolve(tenant, agent, CallScope(user_id=user_id))
     secrets = setting_secrets_for_call(tenant=tenant, agent=agent)
-    settings = config.effective(tenant.settings, agent.settings, secrets=secrets)
+    settings = runtime_settings.effective(tenant.settings, agent.settings, secrets=secrets)
     return CallContext(
         tenant=tenant,
         agent=agent,

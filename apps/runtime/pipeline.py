@@ -39,9 +39,10 @@ from apps.policy import approvals, engine
 from apps.policy.approvals import Verdict
 from apps.policy.engine import CallScope, Resolved
 from apps.realtime import events
-from apps.runtime import config, strap
+from apps.runtime import strap
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
+from apps.toolkit import runtime_settings
 from apps.toolkit.context import CallContext
 from apps.toolkit.registry import implementation
 from apps.toolkit.results import ToolResult
@@ -198,7 +199,7 @@ class _Call:
         # The tenant's and agent's setting secrets (web search key): given to the tools that read them,
         # and registered below so that no tool's output shows them.
         secrets = setting_secrets_for_call(tenant=tenant, agent=request.agent)
-        self.settings = config.effective(tenant.settings, request.agent.settings, secrets=secrets)
+        self.settings = runtime_settings.effective(tenant.settings, request.agent.settings, secrets=secrets)
         self.policy = engine.resolve(
             tenant,
             request.agent,

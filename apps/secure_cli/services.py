@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 
 from apps.audit.services import record
 from apps.realtime import events
+from apps.sandbox.placement import placement_for
 from apps.secure_cli import execution, validation
 from apps.secure_cli.models import SecureCLIAgentGrant, SecureCLIBinary, SecureCLIUserCredential
 from apps.secure_cli.presets import PRESETS
@@ -22,7 +23,7 @@ from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError
 from apps.tenants.models import Agent
 from apps.tenants.services import config_changed
-from apps.toolkit import shell_parse
+from apps.toolkit import runtime_settings, shell_parse
 from apps.toolkit.context import CallContext
 from apps.toolkit.results import ToolResult
 from apps.toolkit.scrubber import Scrubber
@@ -353,7 +354,6 @@ def binary_test(
     output and the command with every credential value masked, and each decision taken. Audited with
     the outcome and the decisions (not the output). Runs outside a transaction: the program may take
     up to its timeout."""
-    from apps.runtime import config
     from apps.toolkit.workspace import real_workspace, workspace_for
 
     _check_test_args(args, user_id)
@@ -369,7 +369,7 @@ def binary_test(
         workspace=workspace_for(tenant=actor.tenant, agent=agent, user_id=user_id),
         scrubber=scrubber,
         user_id=user_id,
-        sandbox=config.effective(actor.tenant.settings, agent.settings)["sandbox"],
+        sandbox=runtime_settings.effective(actor.tenant.settings, agent.settings)["sandbox"],
     )
     command = shlex.join([binary.binary_name, *args])
     trace = execution.Trace()
@@ -377,8 +377,6 @@ def binary_test(
     plan = execution.plan(ctx, normalised, trace)
     result: ToolResult
     if plan.route is not None and plan.route.binary.pk == binary.pk:
-        from apps.runtime.sandbox.placement import placement_for
-
         result = execution.run_credentialed(
             ctx, normalised, plan.route, real_workspace(ctx.workspace), trace, place=placement_for(ctx)
         )
