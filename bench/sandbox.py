@@ -2,7 +2,7 @@
 against the host, in one run.
 
 Against the real Docker engine at ``TOOLGATE_DOCKER_URL``, with the busybox image of
-:mod:`apps.runtime.sandbox.image` (built when missing), under a throwaway installation label
+:mod:`apps.sandbox.image` (built when missing), under a throwaway installation label
 (``TOOLGATE_SANDBOX_INSTANCE``) whose containers are removed at the end. The calls go to the ``exec``
 tool as the pipeline makes them (a ``CallContext`` with the agent's effective ``sandbox`` settings): the
 safeguard, the deny groups and the secure-CLI gate run in both modes, only where the command runs
@@ -82,7 +82,7 @@ def _client() -> docker.DockerClient:
     import docker
     from django.conf import settings
 
-    from apps.runtime.sandbox import manager
+    from apps.sandbox import manager
 
     return docker.DockerClient(
         base_url=settings.TOOLGATE_DOCKER_URL,
@@ -96,7 +96,7 @@ def prepare() -> tuple[str, str]:
     raises :class:`EngineUnavailable` with what to do otherwise."""
     from django.conf import settings
 
-    from apps.runtime.sandbox import image
+    from apps.sandbox import image
 
     url = settings.TOOLGATE_DOCKER_URL
     client = _client()
@@ -153,9 +153,9 @@ def _tool_call(ctx: CallContext, command: str) -> Callable[[], str]:
 def _measure(
     tenant: Tenant, agent: Any, workspace: Path, runs: int, cold_runs: int
 ) -> list[tuple[str, list[Row]]]:
-    from apps.runtime.sandbox import manager, placement
-    from apps.runtime.sandbox_models import SandboxContainer
     from apps.runtime.tools.exec import exec_command
+    from apps.sandbox import manager, placement
+    from apps.sandbox.models import SandboxContainer
     from apps.toolkit import jail
     from apps.toolkit.processes import SHELL, minimal_env, run_command
 
@@ -277,8 +277,8 @@ def _measure(
 
 
 def _cleanup(tenant: Tenant, agent: Any, instance: str) -> None:
-    from apps.runtime.sandbox import manager
-    from apps.runtime.sandbox_models import SandboxContainer
+    from apps.sandbox import manager
+    from apps.sandbox.models import SandboxContainer
 
     manager.reset_client()
     client = _client()
@@ -345,7 +345,7 @@ def run(
     containers, rows and workspace are removed at the end."""
     from django.test import override_settings
 
-    from apps.runtime.sandbox import manager
+    from apps.sandbox import manager
     from apps.tenants import services
     from apps.tenants.actors import Actor
     from apps.toolkit.workspace import workspace_for

@@ -122,6 +122,7 @@ INSTALLED_APPS = [
     "apps.sessions",
     "apps.messaging",
     "apps.runs",
+    "apps.sandbox",
     "apps.toolkit",
     "apps.runtime",
     "apps.dashboard",
@@ -294,7 +295,7 @@ TOOLGATE_APPROVAL_TIMEOUT_SECONDS = env_int("TOOLGATE_APPROVAL_TIMEOUT_SECONDS",
 TOOLGATE_TEAM_TICKER_SECONDS = env_int("TOOLGATE_TEAM_TICKER_SECONDS", 300, minimum=60)
 # How often each process pings the MCP servers it holds sessions with (SPEC B §3.5: 30 seconds).
 TOOLGATE_MCP_HEALTH_SECONDS = env_int("TOOLGATE_MCP_HEALTH_SECONDS", 30, minimum=1)
-# The exec sandbox (SPEC B §6.3, apps/runtime/sandbox): the Docker engine Toolgate drives, the image a
+# The exec sandbox (SPEC B §6.3, apps/sandbox): the Docker engine Toolgate drives, the image a
 # tenant's sandbox runs by default and the images tenant admins may choose from (a tenant never names an
 # arbitrary image), and how often idle (24 h) and old (7 d) containers are pruned.
 TOOLGATE_DOCKER_URL = (

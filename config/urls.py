@@ -15,7 +15,7 @@ api_v1 = [
     path("", include("apps.mcp_grants.api.urls")),
     path("", include("apps.custom_tools.api.urls")),
     path("", include("apps.secure_cli.api.urls")),
-    path("", include("apps.runtime.sandbox_api.urls")),
+    path("", include("apps.sandbox.api.urls")),
     path("", include("apps.context_files.api.urls")),
     path("", include("apps.memory.api.urls")),
     path("", include("apps.memory.embedding_api")),

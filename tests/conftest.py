@@ -47,6 +47,7 @@ SCHEDULE_MIGRATIONS = (
     "apps.policy.migrations.0003_expire_approvals_schedule",
     "apps.teams.migrations.0002_team_ticker_schedule",
     "apps.runtime.migrations.0003_sandbox_prune_schedule",
+    "apps.sandbox.migrations.0002_prune_schedule_func",
     "apps.runs.migrations.0003_archive_schedule",
 )
 

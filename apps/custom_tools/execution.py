@@ -11,7 +11,7 @@ The steps, in order, each recorded for the test run's decision path:
 4. ``safeguard``: the unconditional hard limits of every shell command (:mod:`apps.toolkit.safeguard`);
 5. ``deny_groups``: exec's deny groups with the agent's effective overrides, on the *rendered* command,
    refused with exec's message;
-6. ``run``: ``/bin/sh -c`` where the call's processes run (:mod:`apps.runtime.sandbox.placement`: the
+6. ``run``: ``/bin/sh -c`` where the call's processes run (:mod:`apps.sandbox.placement`: the
    jail by default, else the call's container, or the host where the operator allows it; own process
    group killed on timeout, stdin closed, 1 MiB per stream), with the tool's timeout, in an environment
    built from nothing (PATH, HOME = the workspace, LANG) with the tool's ``env`` over it — never the
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apps.custom_tools import rendering
+from apps.sandbox.placement import UNAVAILABLE, placement_for
 from apps.toolkit import providers, safeguard, shell_deny, shell_parse
 from apps.toolkit.processes import ENV_STRIP_NAMES, ENV_STRIP_PREFIXES, SHELL, RunOutcome, minimal_env
 from apps.toolkit.results import ToolResult
@@ -196,8 +197,6 @@ def execute(ctx: CallContext, spec: ToolSpec, args: dict[str, Any], *, check_sch
     if denial is not None:
         return stop("deny_groups", denial.message, rule="deny_group", group=denial.group)
     run.steps.append(Step("deny_groups", True, "no denied group matches the rendered command."))
-
-    from apps.runtime.sandbox.placement import UNAVAILABLE, placement_for
 
     place = placement_for(ctx)  # the jail (default), the call's container, or the host where allowed
     try:

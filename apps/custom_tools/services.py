@@ -25,6 +25,7 @@ from apps.tenants.models import Agent
 from apps.tenants.selectors import setting_secrets_for_call
 from apps.tenants.services import config_changed
 from apps.toolkit import context as call_context
+from apps.toolkit import runtime_settings
 from apps.toolkit.context import CallContext
 from apps.toolkit.scrubber import Scrubber
 
@@ -243,12 +244,11 @@ def custom_tool_delete(*, actor: Actor, tool: CustomTool) -> None:
 def _test_context(*, actor: Actor, agent: Agent, user_id: str) -> CallContext:
     """The call context the pipeline would give ``agent`` for ``user_id``: its workspace, its effective
     exec deny groups and tool settings, and a fresh scrubber holding the setting secrets."""
-    from apps.runtime import config
 
     tenant = actor.tenant
     policy = engine.resolve(tenant, agent, CallScope(user_id=user_id))
     secrets = setting_secrets_for_call(tenant=tenant, agent=agent)
-    settings = config.effective(tenant.settings, agent.settings, secrets=secrets)
+    settings = runtime_settings.effective(tenant.settings, agent.settings, secrets=secrets)
     return call_context.build(
         actor=actor,
         agent=agent,

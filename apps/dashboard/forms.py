@@ -12,10 +12,6 @@ from apps.audit.models import AuditEvent, ToolCall
 from apps.policy import services as policy_services
 from apps.policy.documents import MAX_DOCUMENT_BYTES
 from apps.policy.models import Scope
-from apps.runtime.config import DEFAULTS, SANDBOX_MODES
-from apps.runtime.config import validate as validate_runtime
-from apps.runtime.sandbox import config as sandbox_config
-from apps.runtime.sandbox.config import SandboxConfig
 from apps.teams import team_settings
 from apps.teams.models import Escalation, TaskComment, TaskEvent, Team
 from apps.tenants import setting_secrets
@@ -23,6 +19,10 @@ from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent, ApiKey, agent_key_validator
 from apps.tenants.roles import Role, role_at_least
 from apps.tenants.validators import MAX_SETTINGS_BYTES
+from apps.toolkit import sandbox_config
+from apps.toolkit.runtime_settings import DEFAULTS, SANDBOX_MODES
+from apps.toolkit.runtime_settings import validate as validate_runtime
+from apps.toolkit.sandbox_config import SandboxConfig
 
 DATETIME_INPUT = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 
@@ -779,7 +779,7 @@ SANDBOX_BOOLEANS: tuple[str, ...] = sandbox_config.BOOLEANS
 
 
 class SandboxSettingsForm(DashboardForm):
-    """Every sandbox key (``apps.runtime.sandbox.config.KEYS``) as a field.
+    """Every sandbox key (``apps.toolkit.sandbox_config.KEYS``) as a field.
 
     For the tenant (``inherited`` None) every key is set. For an agent, ``inherited`` is the tenant's
     configuration in effect and each key may be left to inherit it (an empty choice or number);

@@ -18,8 +18,8 @@ from django.db.models import Q
 
 from apps.policy import engine
 from apps.policy.models import PolicyDocument, Scope
-from apps.runtime.config import DEFAULTS, effective
 from apps.tenants import setting_secrets
+from apps.toolkit.runtime_settings import DEFAULTS, effective
 
 if TYPE_CHECKING:
     from apps.tenants.models import Agent, Tenant

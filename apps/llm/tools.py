@@ -22,6 +22,7 @@ from apps.llm import media
 from apps.llm.client import ChatResult, GeneratedFile, ProviderClient, ProviderError, client_for, make_client
 from apps.llm.media import InputFile, MediaError, SavedFile
 from apps.llm.selectors import ProviderUnavailable, pick
+from apps.sandbox.manager import CONTAINER_WORKDIR
 from apps.toolkit.context import CallContext
 from apps.toolkit.registry import ToolFunction, tool
 from apps.toolkit.results import ToolResult
@@ -447,7 +448,6 @@ def openai_compat_call(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
 @tool("workspace_dir")
 def workspace_dir(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     """The call's workspace as the agent sees it, and its team's workspace arrangement."""
-    from apps.runtime.sandbox.manager import CONTAINER_WORKDIR
     from apps.teams import team_settings
     from apps.teams.selectors import team_for_agent
 

@@ -17,6 +17,7 @@ from apps.sessions.models import Session
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent, ApiKey, Membership
+from apps.toolkit import runtime_settings
 
 TOPIC = "runs"
 LIVE_INPUT_CHARS = 20_000
@@ -115,9 +116,8 @@ def run_create(
 
 def runner_for(agent: Agent) -> str:
     """Who runs the turns Toolgate starts for ``agent`` (subagents, scheduled jobs): its runtime setting."""
-    from apps.runtime import config
 
-    settings = config.effective(agent.tenant.settings or {}, agent.settings or {})
+    settings = runtime_settings.effective(agent.tenant.settings or {}, agent.settings or {})
     return str(settings.get("runner") or Run.Runner.EXTERNAL)
 
 

@@ -21,10 +21,10 @@ from django_q.tasks import async_task
 
 from apps.runs import runner, services
 from apps.runs.models import ACTIVE, Run
-from apps.runtime import config
 from apps.teams.models import Task
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
+from apps.toolkit import runtime_settings
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def builtin(task: Task) -> bool:
     owner = task.owner
     if owner is None:
         return False
-    settings = config.effective(task.tenant.settings or {}, owner.settings or {})
+    settings = runtime_settings.effective(task.tenant.settings or {}, owner.settings or {})
     return bool(settings.get("runner") == "builtin")
 
 

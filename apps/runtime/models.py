@@ -1,4 +1,3 @@
 """Runtime models. Each lives in its own module; importing it here is what registers it with Django."""
 
 from apps.runtime.ratelimit_models import RateLimitWindow  # noqa: F401
-from apps.runtime.sandbox_models import SandboxContainer  # noqa: F401

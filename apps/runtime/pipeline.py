@@ -46,14 +46,14 @@ from apps.policy.approval_models import ApprovalStatus, PendingApproval
 from apps.policy.approvals import Verdict
 from apps.policy.engine import CallScope, Resolved
 from apps.realtime import events
-from apps.runtime import caller, config, strap
+from apps.runtime import caller, strap
 from apps.runtime.ratelimit import check_rate_limit
 from apps.runtime.tools.exec import _resolve_cwd
 from apps.secure_cli.execution import routes_credentialed
 from apps.tenants.actors import Actor
 from apps.tenants.selectors import setting_secrets_for_call
 from apps.toolkit import context as call_context
-from apps.toolkit import providers, safeguard
+from apps.toolkit import providers, runtime_settings, safeguard
 from apps.toolkit.context import CallContext
 from apps.toolkit.gateway import CallOutcome, CallRequest, Decided
 from apps.toolkit.processes import SAFE_PATH
@@ -174,7 +174,7 @@ class _Call:
         # The tenant's and agent's setting secrets (web search key): given to the tools that read them,
         # and registered below so that no tool's output shows them.
         secrets = setting_secrets_for_call(tenant=tenant, agent=request.agent)
-        self.settings = config.effective(tenant.settings, request.agent.settings, secrets=secrets)
+        self.settings = runtime_settings.effective(tenant.settings, request.agent.settings, secrets=secrets)
         self.policy = engine.resolve(
             tenant,
             request.agent,

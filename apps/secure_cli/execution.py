@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 import regex
 
 from apps.runtime.tools import exec as exec_tool
+from apps.sandbox.placement import UNAVAILABLE
 from apps.secure_cli import lookup
 from apps.secure_cli.lookup import LookupUnavailable, ResolvedCLI
 from apps.toolkit import jail, processes, shell_parse
@@ -49,7 +50,7 @@ from apps.toolkit.context import CallContext
 from apps.toolkit.results import ToolResult
 
 if TYPE_CHECKING:
-    from apps.runtime.sandbox.placement import Placement
+    from apps.sandbox.placement import Placement
 
 logger = logging.getLogger(__name__)
 
@@ -372,7 +373,6 @@ def run_credentialed(
     )
     timeout = route.timeout_seconds
     trace.add("timeout", "set", f"{timeout}s ({route.sources['timeout_seconds']})")
-    from apps.runtime.sandbox.placement import UNAVAILABLE
 
     try:
         outcome = place.run([program, *args], cwd=cwd, env=env, timeout=timeout)

@@ -14,6 +14,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from apps.audit.services import record_and_publish
+from apps.sandbox.placement import placement_for
 from apps.secure_cli import execution, validation
 from apps.secure_cli.models import SecureCLIAgentGrant, SecureCLIBinary, SecureCLIUserCredential
 from apps.secure_cli.presets import PRESETS
@@ -22,7 +23,7 @@ from apps.tenants.errors import Conflict, ErrorCode, ServiceError
 from apps.tenants.models import Agent
 from apps.tenants.services import config_changed
 from apps.toolkit import context as call_context
-from apps.toolkit import shell_parse
+from apps.toolkit import runtime_settings, shell_parse
 from apps.toolkit.results import ToolResult
 from apps.toolkit.scrubber import Scrubber
 
@@ -396,7 +397,6 @@ def binary_test(
     output and the command with every credential value masked, and each decision taken. Audited with
     the outcome and the decisions (not the output). Runs outside a transaction: the program may take
     up to its timeout."""
-    from apps.runtime import config
     from apps.toolkit.workspace import real_workspace
 
     _check_test_args(args, user_id)
@@ -409,7 +409,7 @@ def binary_test(
         agent=agent,
         call_id=uuid.uuid4().hex,
         scrubber=scrubber,
-        settings=config.effective(actor.tenant.settings, agent.settings),
+        settings=runtime_settings.effective(actor.tenant.settings, agent.settings),
         user_id=user_id,
     )
     command = shlex.join([binary.binary_name, *args])
@@ -418,8 +418,6 @@ def binary_test(
     plan = execution.plan(ctx, normalised, trace)
     result: ToolResult
     if plan.route is not None and plan.route.binary.pk == binary.pk:
-        from apps.runtime.sandbox.placement import placement_for
-
         result = execution.run_credentialed(
             ctx, normalised, plan.route, real_workspace(ctx.workspace), trace, place=placement_for(ctx)
         )

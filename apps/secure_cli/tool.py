@@ -14,6 +14,7 @@ import shlex
 from typing import Any
 
 from apps.runtime.tools.exec import _resolve_cwd
+from apps.sandbox.placement import placement_for
 from apps.secure_cli import execution
 from apps.secure_cli.lookup import normalize_name
 from apps.toolkit.context import CallContext
@@ -50,6 +51,5 @@ def credentialed_exec(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
             f"{reason}. credentialed_exec runs the registered CLIs listed in the agent's tools guidance; "
             "run other programs with exec."
         )
-    from apps.runtime.sandbox.placement import placement_for
 
     return execution.run_credentialed(ctx, command, plan.route, cwd, place=placement_for(ctx))

@@ -15,7 +15,7 @@ def validate_settings_object(value: Any) -> None:
     (sandbox, per-tool settings) are valid and which holds none of the keys that moved to the tool
     policy (tool profile, scrubbing, rate limit, exec approvals, origin restrictions, exec deny groups:
     each is refused with its policy key and endpoint)."""
-    from apps.runtime.config import validate as validate_runtime
+    from apps.toolkit.runtime_settings import validate as validate_runtime
 
     if not isinstance(value, dict):
         raise ValidationError("Must be a JSON object.")

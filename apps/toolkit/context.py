@@ -46,7 +46,7 @@ class CallContext:
     tool_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Deny groups an exec approval lifted for this one call (only "package_install" can be).
     approved_deny_groups: frozenset[str] = frozenset()
-    # The effective ``sandbox`` settings (tenant overlaid by agent; apps.runtime.sandbox.config).
+    # The effective ``sandbox`` settings (tenant overlaid by agent; apps.toolkit.sandbox_config).
     sandbox: Mapping[str, Any] = field(default_factory=dict)
 
     @property

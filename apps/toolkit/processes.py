@@ -171,7 +171,7 @@ def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
     started = time.monotonic()
     deadline = started + timeout
     # A tenant's program reaches this only as the jail's argv (apps.toolkit.jail.run) or in host mode,
-    # which exists only where the operator sets TOOLGATE_ALLOW_HOST_EXEC (apps.runtime.sandbox.placement).
+    # which exists only where the operator sets TOOLGATE_ALLOW_HOST_EXEC (apps.sandbox.placement).
     process = subprocess.Popen(
         list(argv),
         stdin=subprocess.DEVNULL,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from apps.runtime.sandbox_models import SandboxContainer
+from apps.sandbox.models import SandboxContainer
 from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant

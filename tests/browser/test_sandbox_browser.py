@@ -19,8 +19,8 @@ import httpx
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from apps.runtime.sandbox import manager
-from apps.runtime.sandbox_models import SandboxContainer
+from apps.sandbox import manager
+from apps.sandbox.models import SandboxContainer
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant

@@ -18,8 +18,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.audit.models import AuditEvent
-from apps.runtime.sandbox import manager
-from apps.runtime.sandbox_models import SandboxContainer
+from apps.sandbox import manager
+from apps.sandbox.models import SandboxContainer
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant

@@ -10,10 +10,10 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.audit.models import AuditEvent
-from apps.runtime.config import DEFAULTS, SANDBOX_MODES
 from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, SettingSecret, Tenant
+from apps.toolkit.runtime_settings import DEFAULTS, SANDBOX_MODES
 from tests.api.tenant_state import tenant_state
 
 pytestmark = pytest.mark.django_db

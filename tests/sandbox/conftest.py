@@ -1,6 +1,6 @@
 """A real Docker engine and a small sandbox image built here, without a registry.
 
-The image is the busybox root file system of :mod:`apps.runtime.sandbox.image` (Debian's static busybox,
+The image is the busybox root file system of :mod:`apps.sandbox.image` (Debian's static busybox,
 ``docker import``); its tag carries a digest of what it is made of, so a changed layout builds a new
 one. Every container the tests make carries this run's own installation label and is removed at the end.
 """
@@ -17,7 +17,7 @@ import docker
 import docker.errors
 import pytest
 
-from apps.runtime.sandbox import image, manager
+from apps.sandbox import image, manager
 
 REPOSITORY = "toolgate-test-sandbox"
 RUN_INSTANCE = f"test{uuid.uuid4().hex[:8]}"

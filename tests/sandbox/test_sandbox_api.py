@@ -16,9 +16,9 @@ import pytest
 from django.utils import timezone
 
 from apps.audit.models import AuditEvent
-from apps.runtime.sandbox import manager
-from apps.runtime.sandbox import services as sandbox_services
-from apps.runtime.sandbox_models import SandboxContainer
+from apps.sandbox import manager
+from apps.sandbox import services as sandbox_services
+from apps.sandbox.models import SandboxContainer
 from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent

@@ -20,7 +20,7 @@ import docker.errors
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.runtime.sandbox import image, manager
+from apps.sandbox import image, manager
 from apps.tenants import services
 from apps.tenants.actors import Actor
 from tests.sandbox.conftest import REPOSITORY, RUN_INSTANCE

@@ -14,8 +14,8 @@ from django_q.models import Schedule
 
 from apps.audit.models import ToolCall
 from apps.custom_tools import services as custom_tool_services
-from apps.runtime.sandbox import manager, tasks
-from apps.runtime.sandbox_models import SandboxContainer
+from apps.sandbox import manager, tasks
+from apps.sandbox.models import SandboxContainer
 from apps.secure_cli import services as cli_services
 from apps.tenants import services
 from apps.tenants.actors import Actor
@@ -238,7 +238,7 @@ def test_an_open_agents_users_get_their_own_containers_in_agent_scope(owner_a, m
 @pytest.mark.usefixtures("registered_schedules")
 def test_the_prune_job_is_scheduled_every_five_minutes():
     schedule = Schedule.objects.get(name=tasks.PRUNE_SCHEDULE)
-    assert schedule.func == "apps.runtime.sandbox.tasks.prune"
+    assert schedule.func == "apps.sandbox.tasks.prune"
     assert schedule.schedule_type == "I"
     assert schedule.minutes == 5
 

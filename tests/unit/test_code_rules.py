@@ -21,10 +21,7 @@ APPS = ROOT / "apps"
 # Cross-app imports inside function bodies that exist today ("path -> module").
 IN_FUNCTION_IMPORTS = frozenset(
     {
-        "apps/custom_tools/execution.py -> apps.runtime.sandbox.placement",
-        "apps/custom_tools/services.py -> apps.runtime",
         "apps/dashboard/health.py -> apps.toolkit",
-        "apps/llm/tools.py -> apps.runtime.sandbox.manager",
         "apps/llm/tools.py -> apps.teams",
         "apps/llm/tools.py -> apps.teams.selectors",
         "apps/mcp_grants/client.py -> apps.realtime",
@@ -42,19 +39,13 @@ IN_FUNCTION_IMPORTS = frozenset(
         "apps/runs/runner.py -> apps.policy.approval_models",
         "apps/runs/services.py -> apps.policy",
         "apps/runs/services.py -> apps.policy.approval_models",
-        "apps/runs/services.py -> apps.runtime",
         "apps/runs/teamwork.py -> apps.teams",
         "apps/runtime/api/views.py -> apps.secure_cli.selectors",
         "apps/runtime/ratelimit.py -> apps.policy.models",
-        "apps/runtime/sandbox/manager.py -> apps.realtime",
         "apps/runtime/tools/exec.py -> apps.secure_cli",
-        "apps/secure_cli/execution.py -> apps.runtime.sandbox.placement",
-        "apps/secure_cli/services.py -> apps.runtime",
-        "apps/secure_cli/services.py -> apps.runtime.sandbox.placement",
         "apps/secure_cli/services.py -> apps.toolkit.workspace",
-        "apps/secure_cli/tool.py -> apps.runtime.sandbox.placement",
-        "apps/tenants/api/views.py -> apps.runtime.config",
-        "apps/tenants/validators.py -> apps.runtime.config",
+        "apps/tenants/api/views.py -> apps.toolkit.runtime_settings",
+        "apps/tenants/validators.py -> apps.toolkit.runtime_settings",
         "apps/tools/listing.py -> apps.toolkit",
     }
 )

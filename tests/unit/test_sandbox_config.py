@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.runtime import config as runtime_config
-from apps.runtime.sandbox.config import SandboxConfig, validate
+from apps.toolkit import runtime_settings as runtime_config
+from apps.toolkit.sandbox_config import SandboxConfig, validate
 
 
 @pytest.fixture(autouse=True)

@@ -35,7 +35,7 @@ def test_an_actor_cannot_mint_a_key_above_its_own_role(tenant_a):
 
 
 def test_agent_tool_settings_merge_into_the_tenants_key_by_key():
-    from apps.runtime.config import effective
+    from apps.toolkit.runtime_settings import effective
 
     tenant: dict = {
         "tools": {"exec": {"env": {"LANG": "C", "TZ": "UTC"}, "timeout_seconds": 30}},

@@ -19,10 +19,10 @@ from django.urls import reverse
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import RuntimeResetForm, RuntimeSettingsForm, add_service_error
 from apps.dashboard.runtime_display import LABELS, policy_rows, setting_rows
-from apps.runtime.config import effective
 from apps.tenants import selectors, services
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
+from apps.toolkit.runtime_settings import effective
 
 
 def _form(request: DashboardRequest, data: Any = None) -> RuntimeSettingsForm:

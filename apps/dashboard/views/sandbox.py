@@ -4,7 +4,7 @@ administrator may stop.
 
 Administrators and owners only. The containers table follows the tenant's ``sandbox`` topic (a container
 made or removed reloads it) and polls its own fragment every 10 seconds for the engine's figures.
-Settings are saved through ``apps.runtime.sandbox.services`` (the tenants' services underneath:
+Settings are saved through ``apps.sandbox.services`` (the tenants' services underneath:
 validated, audited, the configuration version raised); a stop goes through a confirmation page and
 ``container_stop``. Another tenant's container is 404 whatever the method.
 """
@@ -23,15 +23,15 @@ from django.utils import timezone
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import SandboxSettingsForm, add_service_error
 from apps.dashboard.views.confirm import confirm_action
-from apps.runtime.sandbox import manager, selectors, services
-from apps.runtime.sandbox.config import allowed_images, default_image, host_allowed
-from apps.runtime.sandbox_models import SandboxContainer
+from apps.sandbox import manager, selectors, services
+from apps.sandbox.models import SandboxContainer
 from apps.tenants.access import access_agent
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent
 from apps.tenants.roles import Role
 from apps.tenants.selectors import agent_list
 from apps.toolkit import jail
+from apps.toolkit.sandbox_config import allowed_images, default_image, host_allowed
 
 MAX_AGENTS = 1000
 BUILD_COMMANDS = (

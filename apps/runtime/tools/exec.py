@@ -11,7 +11,7 @@ This is the documented exception to "no shell": the command goes to ``/bin/sh -c
    whose approval covered it (``CallContext.approved_deny_groups``);
 3. the secure-CLI gate: no program of the command may be a restricted CLI the agent is not granted.
 
-and then runs where the call's processes run (:mod:`apps.runtime.sandbox.placement`): in the jail by
+and then runs where the call's processes run (:mod:`apps.sandbox.placement`): in the jail by
 default (:mod:`apps.toolkit.jail`: only the workspace, at ``/workspace``, no network unless turned on),
 in the call's Docker container, or on the host only where the operator allows it. The checks above are
 the second layer; the jail is the guarantee. It runs with:
@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apps.sandbox.placement import UNAVAILABLE, placement_for
 from apps.toolkit import safeguard, shell_deny, shell_parse
 from apps.toolkit.context import CallContext
 from apps.toolkit.processes import (
@@ -50,7 +51,7 @@ from apps.toolkit.results import ToolResult
 from apps.toolkit.workspace import PathError, real_workspace, relative_to_workspace, resolve_path
 
 if TYPE_CHECKING:
-    from apps.runtime.sandbox.placement import Placement
+    from apps.sandbox.placement import Placement
 
 TIMEOUT_HINT = "run shorter steps, or pass a larger timeout (at most 300)"
 SANDBOX_TIMEOUT_HINT = "run shorter steps, or pass a larger timeout (at most the sandbox's limit)"
@@ -133,7 +134,6 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
 
     # 0. Credentialed routing first: a registered CLI this agent reaches runs without a shell, with its
     # credentials (apps.secure_cli.execution); the same lookup gives the gate's verdict for the shell.
-    from apps.runtime.sandbox.placement import UNAVAILABLE, placement_for
     from apps.secure_cli import execution
 
     place = placement_for(ctx)  # the jail (default), the call's container, or the host where allowed

@@ -144,8 +144,8 @@ class MeView(TenantViewMixin, APIView):
 
 
 def _tenant_body(tenant: Any) -> dict[str, Any]:
-    from apps.runtime.config import effective
     from apps.tenants.setting_secrets import with_status
+    from apps.toolkit.runtime_settings import effective
 
     # Secret-bearing keys show whether they are set, never their value.
     stored = selectors.setting_secret_paths(tenant=tenant)

@@ -3,7 +3,7 @@
 
 Each is atomic, writes its audit row inside its transaction and publishes on the tenant's ``sandbox``
 topic after commit. Settings go through the tenants' services (``tenant_update``, ``agent_update``),
-which validate them (``apps.runtime.sandbox.config.validate``), audit the change and raise the tenant's
+which validate them (``apps.toolkit.sandbox_config.validate``), audit the change and raise the tenant's
 configuration version, so the next call in every process runs with them.
 """
 
@@ -15,9 +15,9 @@ from django.db import transaction
 
 from apps.audit.services import record
 from apps.realtime import events
-from apps.runtime.sandbox import manager, selectors
-from apps.runtime.sandbox.errors import SandboxErrorCode
-from apps.runtime.sandbox_models import SandboxContainer
+from apps.sandbox import manager, selectors
+from apps.sandbox.errors import SandboxErrorCode
+from apps.sandbox.models import SandboxContainer
 from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError

@@ -2,7 +2,7 @@
 
 from django.urls import URLPattern, path
 
-from apps.runtime.sandbox_api import views
+from apps.sandbox.api import views
 
 urlpatterns: list[URLPattern] = [
     path("sandbox/", views.SandboxView.as_view(), name="sandbox-status"),

@@ -1,4 +1,4 @@
-"""The record of each sandbox container (apps/runtime/sandbox): which tenant, agent and scope it serves,
+"""The record of each sandbox container (apps/sandbox): which tenant, agent and scope it serves,
 and when it was made and last used. Docker holds the container; this row is how every process finds it,
 how the dashboard lists it per tenant, and what the pruning job reads (idle 24 h, older than 7 days)."""
 
@@ -34,6 +34,7 @@ class SandboxContainer(TenantScoped):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant", "key"], name="sandbox_container_unique_key")]
         ordering = ["-last_used_at"]
+        db_table = "runtime_sandboxcontainer"  # made by the runtime app, which held the model before
 
     def __str__(self) -> str:
         return self.name

@@ -3,7 +3,7 @@
 
 Administrators and owners only: the containers show sessions and limits, and stopping one interrupts
 an agent's work. Another tenant's container is 404 whatever the method. Stopping goes through
-``apps.runtime.sandbox.services.container_stop`` (audited, published on the ``sandbox`` topic); an
+``apps.sandbox.services.container_stop`` (audited, published on the ``sandbox`` topic); an
 engine that fails to stop it is 503 with the container kept.
 """
 
@@ -17,13 +17,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.runtime.sandbox import manager, selectors, services
-from apps.runtime.sandbox.config import allowed_images, host_allowed
-from apps.runtime.sandbox_api import serializers as s
-from apps.runtime.sandbox_models import SandboxContainer
+from apps.sandbox import manager, selectors, services
+from apps.sandbox.api import serializers as s
+from apps.sandbox.models import SandboxContainer
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.roles import Role
 from apps.toolkit import jail
+from apps.toolkit.sandbox_config import allowed_images, host_allowed
 
 
 def container_data(row: SandboxContainer, *, with_usage: bool = True) -> dict[str, Any]:

@@ -1,4 +1,7 @@
-"""A tenant's (and agent's) sandbox settings: where a process started for it runs, and within what.
+"""A tenant's (and agent's) sandbox settings: where a process started for it runs, and within what. The
+pure part of the sandbox (modes, ``SandboxConfig``, the allowed images, the limits and their
+validation): it reads only Django's settings and the jail's limits, so the runtime settings
+(:mod:`apps.toolkit.runtime_settings`) and every app may use it; the containers are :mod:`apps.sandbox`.
 
 They live under ``sandbox`` in ``Tenant.settings`` and ``Agent.settings``; an agent's keys replace the
 tenant's one by one (an agent that sets ``mode`` keeps the tenant's limits). Every key is optional:
@@ -7,7 +10,7 @@ tenant's one by one (an agent that sets ``mode`` keeps the tenant's limits). Eve
 key                     default           meaning
 ======================  ================  ===========================================================
 ``mode``                ``jail``          ``jail`` (bubblewrap, :mod:`apps.toolkit.jail`), ``docker``
-                                          (a container, :mod:`apps.runtime.sandbox.manager`) or
+                                          (a container, :mod:`apps.sandbox.manager`) or
                                           ``host`` (only where the operator sets
                                           ``TOOLGATE_ALLOW_HOST_EXEC=1``)
 ``network``             false             true lets the jail or container reach the network

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from apps.runtime.sandbox import manager
+from apps.sandbox import manager
 
-# The django-q2 Schedule registered by runtime migration 0003 runs the pruning under this name.
+# The django-q2 Schedule registered by runtime migration 0003 (its task path brought here by sandbox
+# migration 0002) runs the pruning under this name.
 PRUNE_SCHEDULE = "runtime.sandbox_prune"
 
 

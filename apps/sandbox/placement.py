@@ -1,11 +1,11 @@
 """Where a process started for a call runs: the one decision every spawning tool goes through.
 
 ``exec``, custom tools and credentialed CLIs ask :func:`placement_for` and run their program with
-:meth:`Placement.run`. The call's effective ``sandbox`` settings (:mod:`apps.runtime.sandbox.config`)
+:meth:`Placement.run`. The call's effective ``sandbox`` settings (:mod:`apps.toolkit.sandbox_config`)
 choose one of:
 
 * ``jail`` (the default): bubblewrap around the call's workspace (:mod:`apps.toolkit.jail`);
-* ``docker``: the call's container (:mod:`apps.runtime.sandbox.manager`);
+* ``docker``: the call's container (:mod:`apps.sandbox.manager`);
 * ``host``: the host itself, only where the operator allows it (``TOOLGATE_ALLOW_HOST_EXEC``).
 
 When the jail or the container cannot be had, :meth:`Placement.run` raises one of :data:`UNAVAILABLE`,
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apps.runtime.sandbox import manager
-from apps.runtime.sandbox.config import DOCKER, HOST, JAIL, SandboxConfig
+from apps.sandbox import manager
 from apps.toolkit import jail as jails
 from apps.toolkit.processes import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, RunOutcome, run_process
+from apps.toolkit.sandbox_config import DOCKER, HOST, JAIL, SandboxConfig
 from apps.toolkit.workspace import real_workspace
 
 if TYPE_CHECKING:

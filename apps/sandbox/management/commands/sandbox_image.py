@@ -8,7 +8,7 @@ import requests
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.runtime.sandbox import image, manager
+from apps.sandbox import image, manager
 
 DEFAULT_TAG = "toolgate-sandbox:busybox"
 ENGINE_TIMEOUT_SECONDS = 30

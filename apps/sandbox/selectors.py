@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from django.http import Http404
 
-from apps.runtime.config import effective
-from apps.runtime.sandbox.config import SandboxConfig
-from apps.runtime.sandbox_models import SandboxContainer
+from apps.sandbox.models import SandboxContainer
 from apps.tenants.scoping import TenantQuerySet
+from apps.toolkit.runtime_settings import effective
+from apps.toolkit.sandbox_config import SandboxConfig
 
 if TYPE_CHECKING:
     from apps.tenants.actors import Actor

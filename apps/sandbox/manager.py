@@ -1,7 +1,7 @@
 """The exec sandbox: commands of untrusted agents run in Docker containers (SPEC Part A, B §6.3).
 
 **Where a call runs.** :func:`target_for` reads the call's effective ``sandbox`` settings
-(:mod:`apps.runtime.sandbox.config`): ``None`` means the sandbox is disabled for this agent and the
+(:mod:`apps.toolkit.sandbox_config`): ``None`` means the sandbox is disabled for this agent and the
 command runs on the host, the *only* case that may. Otherwise the call belongs to one container:
 
 * ``session`` scope: one per (agent, session key, workspace); without a session key, per agent;
@@ -31,7 +31,7 @@ each stream kept up to 1 MiB, the rest drained and dropped, as on the host.
 :class:`SandboxUnavailable`, whose message the tool returns as is: the command is refused, never run on
 the host instead.
 
-**Records.** Each container has a :class:`~apps.runtime.sandbox_models.SandboxContainer` row (tenant,
+**Records.** Each container has a :class:`~apps.sandbox.models.SandboxContainer` row (tenant,
 agent, scope, times, use count): how every process, the dashboard and the pruning job
 (:func:`prune`: idle 24 h, older than 7 days, or orphaned) find it. Changes are published on the
 tenant's ``sandbox`` topic.
@@ -59,12 +59,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from apps.runtime.sandbox.config import TMPFS_MOUNTS, SandboxConfig
+from apps.realtime import events
 from apps.toolkit.processes import Capture, RunOutcome
+from apps.toolkit.sandbox_config import TMPFS_MOUNTS, SandboxConfig, allowed_images
 from apps.toolkit.workspace import real_workspace, workspace_root
 
 if TYPE_CHECKING:
-    from apps.runtime.sandbox_models import SandboxContainer
+    from apps.sandbox.models import SandboxContainer
     from apps.tenants.models import Agent, Tenant
     from apps.toolkit.context import CallContext
 
@@ -234,7 +235,6 @@ def _engine_reason(error: BaseException) -> str:
 
 def engine_status() -> dict[str, Any]:
     """Whether the engine answers, its version, and which allowed images it has (for the dashboard)."""
-    from apps.runtime.sandbox.config import allowed_images
 
     try:
         api = client().api
@@ -355,8 +355,7 @@ def ensure(target: Target) -> str:
 def _record(target: Target, container_id: str, *, made: bool) -> None:
     """The container's row (one per tenant and key): a new container replaces the row, and the
     container of an older configuration of the same key is removed."""
-    from apps.realtime import events
-    from apps.runtime.sandbox_models import SandboxContainer
+    from apps.sandbox.models import SandboxContainer
 
     rows = SandboxContainer.objects.for_tenant(target.tenant)
     now = timezone.now()
@@ -398,7 +397,7 @@ def _record(target: Target, container_id: str, *, made: bool) -> None:
 
 
 def touch(target: Target) -> None:
-    from apps.runtime.sandbox_models import SandboxContainer
+    from apps.sandbox.models import SandboxContainer
 
     SandboxContainer.objects.for_tenant(target.tenant).filter(key=target.key).update(
         last_used_at=timezone.now(), exec_count=F("exec_count") + 1
@@ -471,7 +470,6 @@ def remove(row: SandboxContainer, *, reason: str) -> bool:
 
 def _drop_row(row: SandboxContainer, *, reason: str) -> None:
     """Forget a container whose engine side is gone: its row, this process's id, and a live event."""
-    from apps.realtime import events
 
     forget(row.name)
     data = {**describe(row), "reason": reason}
@@ -483,7 +481,7 @@ def prune(now: Any = None) -> dict[str, int]:
     """Remove containers idle for ``TOOLGATE_SANDBOX_IDLE_HOURS``, older than
     ``TOOLGATE_SANDBOX_MAX_AGE_DAYS``, whose container is gone, and this installation's containers that
     have no row (after a grace period). Returns counts per reason."""
-    from apps.runtime.sandbox_models import SandboxContainer
+    from apps.sandbox.models import SandboxContainer
 
     now = now or timezone.now()
     idle_before = now - timedelta(hours=settings.TOOLGATE_SANDBOX_IDLE_HOURS)

@@ -1,4 +1,7 @@
-"""Runtime settings of a tenant, overlaid per agent: the defaults a new tenant gets, and validation.
+"""Runtime settings of a tenant, overlaid per agent: the defaults a new tenant gets, the effective settings of
+one agent (``effective``) and validation (``validate``). Plain data and checks over ``Tenant.settings`` and
+``Agent.settings`` (no database access), so that every layer above may read them: the gateway, the domain
+apps, the sandbox and the tenants' validation.
 
 They live in ``Tenant.settings`` and ``Agent.settings`` under the keys below. An agent's value replaces
 the tenant's for that key, except ``tools``, which is merged key by key at every depth (an agent that
@@ -19,8 +22,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from apps.runtime.sandbox import config as sandbox_config
 from apps.tenants import setting_secrets
+from apps.toolkit import sandbox_config
 from apps.tools.catalog import CATALOG
 
 # A new tenant behaves as GoClaw does out of the box.
