@@ -1,4 +1,4 @@
-"""The one way to write the audit log."""
+"""The one way to write the audit log and the tool-call records."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
 from apps.audit import context
-from apps.audit.models import AuditEvent
+from apps.audit.models import AuditEvent, ToolCall
 from apps.realtime import events
 
 if TYPE_CHECKING:
@@ -71,3 +71,43 @@ def record_and_publish(
     event = record(actor=actor, verb=verb, target_type=target_type, target_id=target_id, data=data)
     events.publish(tenant=actor.tenant, topic=topic, type=verb, data=data)
     return event
+
+
+def record_tool_call(*, actor: Actor, **fields: Any) -> ToolCall:
+    """Append the record of one tool call by ``actor`` (the pipeline's, with its arguments already
+    scrubbed and bounded) and publish it live as a ``tool_call`` event.
+
+    Two autocommit statements rather than one transaction: the record must land whatever happens to its
+    live event, and a call's latency is mostly round trips to the database."""
+    call = ToolCall(
+        tenant=actor.tenant,
+        actor_kind=actor.kind,
+        actor_id=actor.id,
+        request_id=context.current().request_id,
+        **fields,
+    )
+    call.save(force_insert=True)
+    events.publish(tenant=actor.tenant, topic="tool_calls", type="tool_call", data=serialize_tool_call(call))
+    return call
+
+
+def serialize_tool_call(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": str(call.id),
+        "created_at": call.created_at.isoformat() if call.created_at else None,
+        "agent": call.agent_key,
+        "tool": call.tool,
+        "resolved_tool": call.resolved_tool,
+        "args": call.args,
+        "decision": call.decision,
+        "status": call.status,
+        "error": call.error,
+        "duration_ms": call.duration_ms,
+        "for_llm_bytes": call.for_llm_bytes,
+        "for_user_bytes": call.for_user_bytes,
+        "session_key": call.session_key,
+        "user_id": call.user_id,
+        "channel": call.channel,
+        "origin": call.origin,
+        "actor": {"kind": call.actor_kind, "id": call.actor_id},
+    }

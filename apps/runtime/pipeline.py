@@ -38,14 +38,13 @@ from typing import Any
 
 import jsonschema
 
-from apps.audit import context as request_context
 from apps.audit.models import ToolCall
+from apps.audit.services import record_tool_call
 from apps.messaging.selectors import narrowed_by_topic, topic_tool_allow
 from apps.policy import approval_services, approvals, engine
 from apps.policy.approval_models import ApprovalStatus, PendingApproval
 from apps.policy.approvals import Verdict
 from apps.policy.engine import CallScope, Resolved
-from apps.realtime import events
 from apps.runtime import caller, strap
 from apps.runtime.ratelimit import check_rate_limit
 from apps.runtime.tools.exec import _resolve_cwd
@@ -583,9 +582,9 @@ def _record(
     if len(json.dumps(scrubbed_args, default=str)) > 64 * 1024:
         scrubbed_args = {"_truncated": True, "keys": sorted(_storable(str(k)) for k in args)[:50]}
     error = _storable(result.for_llm[:MAX_ERROR_CHARS]) if result.is_error else ""
-    call = ToolCall(
+    record_tool_call(
+        actor=actor,
         id=uuid.UUID(call_id),
-        tenant=actor.tenant,
         agent=request.agent,
         agent_key=request.agent.key,
         tool=_storable(name[:200]),
@@ -604,33 +603,4 @@ def _record(
         origin=_origin(request)[:20],
         provider=request.provider[:100],
         subagent_depth=request.subagent_depth,
-        actor_kind=actor.kind,
-        actor_id=actor.id,
-        request_id=request_context.current().request_id,
     )
-    # Two autocommit statements rather than one transaction: the record must land whatever happens to
-    # its live event, and a call's latency is mostly round trips to the database.
-    call.save(force_insert=True)
-    events.publish(tenant=actor.tenant, topic="tool_calls", type="tool_call", data=serialize(call))
-
-
-def serialize(call: ToolCall) -> dict[str, Any]:
-    return {
-        "id": str(call.id),
-        "created_at": call.created_at.isoformat() if call.created_at else None,
-        "agent": call.agent_key,
-        "tool": call.tool,
-        "resolved_tool": call.resolved_tool,
-        "args": call.args,
-        "decision": call.decision,
-        "status": call.status,
-        "error": call.error,
-        "duration_ms": call.duration_ms,
-        "for_llm_bytes": call.for_llm_bytes,
-        "for_user_bytes": call.for_user_bytes,
-        "session_key": call.session_key,
-        "user_id": call.user_id,
-        "channel": call.channel,
-        "origin": call.origin,
-        "actor": {"kind": call.actor_kind, "id": call.actor_id},
-    }

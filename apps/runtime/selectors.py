@@ -1,14 +1,10 @@
-"""Reads of tool-call records, and the tool listing every transport serves."""
+"""The tool listing every transport serves."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
-
-from apps.audit.models import ToolCall
 from apps.messaging.selectors import call_tool_allow
 from apps.policy.engine import CallScope
 from apps.tenants.models import Agent, Tenant
@@ -36,28 +32,3 @@ def agent_tool_definitions(
         include_unavailable=include_unavailable,
         session_key=session_key,
     )
-
-
-def tool_call_list(
-    *,
-    tenant: Tenant,
-    agent: str | None = None,
-    tool: str | None = None,
-    decision: str | None = None,
-    status: str | None = None,
-    session_key: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-) -> QuerySet[ToolCall]:
-    """The tenant's tool calls, newest first."""
-    qs = ToolCall.objects.for_tenant(tenant)
-    filters = {
-        "agent_key": agent,
-        "tool": tool,
-        "decision": decision,
-        "status": status,
-        "session_key": session_key,
-        "created_at__gte": since,
-        "created_at__lt": until,
-    }
-    return qs.filter(**{k: v for k, v in filters.items() if v is not None}).order_by("-created_at", "-id")

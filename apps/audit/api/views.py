@@ -6,8 +6,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers
 
-from apps.audit.models import AuditEvent
-from apps.audit.selectors import audit_event_list
+from apps.audit.models import AuditEvent, ToolCall
+from apps.audit.selectors import audit_event_list, tool_call_list
 from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet
 from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.roles import Role
@@ -68,3 +68,67 @@ class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Tenant
         filters.is_valid(raise_exception=True)
         params = {k: v for k, v in filters.validated_data.items() if k not in {"cursor", "page_size"}}
         return audit_event_list(tenant=self.actor.tenant, **params)
+
+
+class ToolCallOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
+    agent = serializers.CharField(source="agent_key")
+    actor = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ToolCall
+        fields = [
+            "id",
+            "created_at",
+            "agent",
+            "tool",
+            "resolved_tool",
+            "args",
+            "decision",
+            "status",
+            "error",
+            "duration_ms",
+            "for_llm_bytes",
+            "for_user_bytes",
+            "session_key",
+            "user_id",
+            "channel",
+            "chat_id",
+            "origin",
+            "provider",
+            "subagent_depth",
+            "actor",
+            "request_id",
+        ]
+        read_only_fields = fields
+
+    def get_actor(self, obj: ToolCall) -> dict[str, str]:
+        return {"kind": obj.actor_kind, "id": obj.actor_id}
+
+
+class ToolCallFilterInput(StrictSerializer):
+    agent = serializers.CharField(max_length=64, required=False)
+    tool = serializers.CharField(max_length=200, required=False)
+    decision = serializers.ChoiceField(choices=ToolCall.Decision.choices, required=False)
+    status = serializers.ChoiceField(choices=ToolCall.Status.choices, required=False)
+    session_key = serializers.CharField(max_length=200, required=False)
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+
+class ToolCallViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
+    """Every tool call of the tenant, newest first (members and up)."""
+
+    model = ToolCall
+    serializer_class = ToolCallOutput
+    pagination_class = CreatedCursorPagination
+    read_role = Role.MEMBER
+
+    def scope_queryset(self, queryset: Any) -> Any:
+        if self.action != "list":
+            return queryset
+        filters = ToolCallFilterInput(data=self.request.query_params.dict())
+        filters.is_valid(raise_exception=True)
+        params = {k: v for k, v in filters.validated_data.items() if k not in {"cursor", "page_size"}}
+        return tool_call_list(tenant=self.actor.tenant, **params)

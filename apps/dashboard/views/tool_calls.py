@@ -7,9 +7,9 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from apps.audit.models import ToolCall
+from apps.audit.selectors import tool_call_list
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import ToolCallFilterForm
-from apps.runtime.selectors import tool_call_list
 from apps.tenants.roles import Role
 
 PAGE_SIZE = 50

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.audit.models import ToolCall
 from apps.runtime.caller import ORIGINS
 from apps.tenants.api.base import StrictSerializer
 from apps.toolkit.call_scope import CallScopeQueryInput
@@ -88,50 +87,3 @@ class ToolsQueryInput(CallScopeQueryInput):
     session_key = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     style = serializers.ChoiceField(choices=STYLES, required=False, default="flat")  # type: ignore[assignment]
     include_unavailable = serializers.BooleanField(required=False, default=False)
-
-
-class ToolCallOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
-    agent = serializers.CharField(source="agent_key")
-    actor = serializers.SerializerMethodField()
-
-    class Meta:
-        model = ToolCall
-        fields = [
-            "id",
-            "created_at",
-            "agent",
-            "tool",
-            "resolved_tool",
-            "args",
-            "decision",
-            "status",
-            "error",
-            "duration_ms",
-            "for_llm_bytes",
-            "for_user_bytes",
-            "session_key",
-            "user_id",
-            "channel",
-            "chat_id",
-            "origin",
-            "provider",
-            "subagent_depth",
-            "actor",
-            "request_id",
-        ]
-        read_only_fields = fields
-
-    def get_actor(self, obj: ToolCall) -> dict[str, str]:
-        return {"kind": obj.actor_kind, "id": obj.actor_id}
-
-
-class ToolCallFilterInput(StrictSerializer):
-    agent = serializers.CharField(max_length=64, required=False)
-    tool = serializers.CharField(max_length=200, required=False)
-    decision = serializers.ChoiceField(choices=ToolCall.Decision.choices, required=False)
-    status = serializers.ChoiceField(choices=ToolCall.Status.choices, required=False)
-    session_key = serializers.CharField(max_length=200, required=False)
-    since = serializers.DateTimeField(required=False)
-    until = serializers.DateTimeField(required=False)
-    cursor = serializers.CharField(required=False)
-    page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)

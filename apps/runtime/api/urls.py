@@ -1,13 +1,8 @@
 from django.urls import path
-from rest_framework.routers import SimpleRouter
 
 from apps.runtime.api import views
-
-router = SimpleRouter()
-router.register("tool-calls", views.ToolCallViewSet, basename="tool-call")
 
 urlpatterns = [
     path("runtime/execute", views.ExecuteView.as_view(), name="runtime-execute"),
     path("agents/<str:key>/tools", views.AgentToolsView.as_view(), name="agent-tools"),
-    *router.urls,
 ]

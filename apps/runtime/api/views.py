@@ -6,20 +6,17 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import mixins
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.audit.models import ToolCall
 from apps.policy.engine import CallScope
 from apps.runtime import caller, pipeline
 from apps.runtime.api import serializers as s
 from apps.runtime.approval_wait import finish_after_decision
-from apps.runtime.selectors import agent_tool_definitions, tool_call_list
+from apps.runtime.selectors import agent_tool_definitions
 from apps.tenants.access import runtime_agent
-from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
-from apps.tenants.api.pagination import CreatedCursorPagination
+from apps.tenants.api.base import TenantViewMixin
 from apps.tenants.roles import Role
 from apps.toolkit import gateway
 from apps.toolkit.call_scope import CALL_SCOPE_PARAMETERS, CallScopeQueryInput
@@ -183,20 +180,3 @@ class AgentToolsView(TenantViewMixin, APIView):
                 "guidance": guidance,
             }
         )
-
-
-class ToolCallViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
-    """Every tool call of the tenant, newest first (members and up)."""
-
-    model = ToolCall
-    serializer_class = s.ToolCallOutput
-    pagination_class = CreatedCursorPagination
-    read_role = Role.MEMBER
-
-    def scope_queryset(self, queryset: Any) -> Any:
-        if self.action != "list":
-            return queryset
-        filters = s.ToolCallFilterInput(data=self.request.query_params.dict())
-        filters.is_valid(raise_exception=True)
-        params = {k: v for k, v in filters.validated_data.items() if k not in {"cursor", "page_size"}}
-        return tool_call_list(tenant=self.actor.tenant, **params)
