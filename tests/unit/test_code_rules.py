@@ -86,7 +86,6 @@ OBJECTS_IN_SURFACE = {
     "apps/teams/api/access.py": 4,
     "apps/teams/api/views.py": 1,
     "apps/teams/tools.py": 5,
-    "apps/tenants/api/base.py": 3,
 }
 
 
