@@ -122,6 +122,7 @@ INSTALLED_APPS = [
     "apps.sessions",
     "apps.messaging",
     "apps.runs",
+    "apps.accounts",
     "apps.toolkit",
     "apps.runtime",
     "apps.dashboard",

@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent
 from apps.runtime.config import DEFAULTS, SANDBOX_MODES
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, SettingSecret, Tenant
 from tests.api.tenant_state import tenant_state

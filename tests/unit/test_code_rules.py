@@ -21,6 +21,7 @@ APPS = ROOT / "apps"
 # Cross-app imports inside function bodies that exist today ("path -> module").
 IN_FUNCTION_IMPORTS = frozenset(
     {
+        "apps/accounts/api/views.py -> apps.runtime.config",
         "apps/custom_tools/execution.py -> apps.runtime.sandbox.placement",
         "apps/custom_tools/services.py -> apps.policy",
         "apps/custom_tools/services.py -> apps.policy.engine",
@@ -68,7 +69,6 @@ IN_FUNCTION_IMPORTS = frozenset(
         "apps/secure_cli/services.py -> apps.runtime.sandbox.placement",
         "apps/secure_cli/services.py -> apps.toolkit.workspace",
         "apps/secure_cli/tool.py -> apps.runtime.sandbox.placement",
-        "apps/tenants/api/views.py -> apps.runtime.config",
         "apps/tenants/validators.py -> apps.runtime.config",
         "apps/tools/listing.py -> apps.toolkit",
     }

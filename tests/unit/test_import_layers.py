@@ -15,7 +15,7 @@ PYPROJECT = ROOT / "pyproject.toml"
 # ignore_imports in pyproject.toml, lower its number here to the new length: never raise it.
 MAX_IGNORED = {
     "layers": 24,
-    "acyclic-apps": 26,
+    "acyclic-apps": 24,
 }
 
 
