@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role

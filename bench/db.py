@@ -58,7 +58,7 @@ def with_bench_tenant(work: Callable[[Any], list[str]]) -> int:
     from django.core.management import call_command
     from django.db import connections
 
-    from apps.tenants import services
+    from apps.accounts import services
     from config import embedded_db
 
     settings_dict = connections["default"].settings_dict

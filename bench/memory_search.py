@@ -124,7 +124,7 @@ def _embedded(texts: list[str]) -> list[list[float]]:
 
 def seed(tenant: Tenant) -> tuple[Agent, float]:
     """The chunks described in the module docstring; returns the measured agent and the seconds taken."""
-    from apps.tenants import services
+    from apps.accounts import services
     from apps.tenants.actors import Actor
 
     started = time.monotonic()

@@ -345,8 +345,8 @@ def run(
     containers, rows and workspace are removed at the end."""
     from django.test import override_settings
 
+    from apps.accounts import services
     from apps.sandbox import manager
-    from apps.tenants import services
     from apps.tenants.actors import Actor
     from apps.toolkit.workspace import workspace_for
 

@@ -58,9 +58,9 @@ class ClaimResult:
 
 
 def _swarm(tenant: Tenant, members: int) -> tuple[Team, list[Agent]]:
+    from apps.accounts import services as tenant_services
     from apps.teams import services as team_services
     from apps.teams.models import Team
-    from apps.tenants import services as tenant_services
     from apps.tenants.actors import Actor
 
     system = Actor.system(tenant)
@@ -301,9 +301,9 @@ def _deliver(
 
 def delivery(tenant: Tenant, *, api_key: str, db_name: str, seconds: float) -> list[str]:
     """Measure publish-to-receive latency at 100 sockets over one daphne and return the report lines."""
+    from apps.accounts import services as tenant_services
     from apps.teams import services as team_services
     from apps.teams.models import Team
-    from apps.tenants import services as tenant_services
     from apps.tenants.actors import Actor
     from bench.http_execute import start_daphne, stop_daphne
 

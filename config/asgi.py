@@ -13,8 +13,8 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
-from apps.realtime.routing import websocket_urlpatterns  # noqa: E402
 from apps.runtime.mcp_endpoint import PATH_PATTERN, MCPEndpoint  # noqa: E402
+from apps.runtime.routing import websocket_urlpatterns  # noqa: E402
 
 mcp_endpoint = MCPEndpoint()
 

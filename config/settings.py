@@ -123,6 +123,7 @@ INSTALLED_APPS = [
     "apps.messaging",
     "apps.runs",
     "apps.sandbox",
+    "apps.accounts",
     "apps.toolkit",
     "apps.runtime",
     "apps.dashboard",

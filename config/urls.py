@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from apps.dashboard import health
 
 api_v1 = [
-    path("", include("apps.tenants.api.urls")),
+    path("", include("apps.accounts.api.urls")),
     path("", include("apps.audit.api.urls")),
     path("", include("apps.runtime.api.urls")),
     path("", include("apps.tools.api.urls")),

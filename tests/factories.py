@@ -7,7 +7,7 @@ import itertools
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from apps.tenants import services
+from apps.accounts import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 

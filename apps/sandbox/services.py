@@ -13,12 +13,12 @@ from typing import Any
 
 from django.db import transaction
 
+from apps.accounts import services as tenant_services
 from apps.audit.services import record
 from apps.realtime import events
 from apps.sandbox import manager, selectors
 from apps.sandbox.errors import SandboxErrorCode
 from apps.sandbox.models import SandboxContainer
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent, Tenant

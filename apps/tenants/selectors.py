@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import threading
 import uuid
+from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import OuterRef, Q, QuerySet
 
 from apps.tenants.models import Agent, ApiKey, Membership, SettingSecret, Tenant
+from apps.tenants.scoping import TenantScoped
+
+
+def tenant_rows(*, model: type[TenantScoped], tenant: Tenant) -> QuerySet[Any]:
+    """Every row of the tenant-owned ``model`` in ``tenant`` (the base queryset of the tenant API)."""
+    return model.objects.for_tenant(tenant)  # type: ignore[no-any-return]
+
+
+def no_rows(*, model: type[TenantScoped]) -> QuerySet[Any]:
+    """An empty queryset of ``model``, for OpenAPI generation, where there is no request and no tenant."""
+    return model.objects.dangerously_all_tenants().none()  # type: ignore[no-any-return]
 
 
 def agent_list(*, tenant: Tenant, search: str | None = None) -> QuerySet[Agent]:

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from apps.accounts import services
 from apps.policy import approval_services
 from apps.policy.approval_models import ApprovalRule
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from tests.api.isolation_support import Case

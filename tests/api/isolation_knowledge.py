@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from apps.accounts import services as tenant_services
 from apps.knowledge import services
 from apps.knowledge.validation import parse_entity, parse_relation
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.isolation_support import Case

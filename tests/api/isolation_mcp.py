@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from apps.accounts import services as tenant_services
 from apps.mcp_grants import services
 from apps.mcp_grants.models import MCPServerTool
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.isolation_support import Case

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from apps.accounts import services as tenant_services
 from apps.memory import services
 from apps.memory.models import EmbeddingSettings
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.isolation_support import Case

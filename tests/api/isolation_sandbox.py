@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from apps.accounts import services
 from apps.sandbox.models import SandboxContainer
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.isolation_support import Case

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from apps.accounts import services as tenant_services
 from apps.sessions import services
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.isolation_support import Case

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from apps.accounts import services as tenant_services
 from apps.teams import board, services
 from apps.teams.board import BoardActor
 from apps.teams.models import Team
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.isolation_support import Case

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from apps.tenants import services
+from apps.accounts import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import ApiKey, Tenant
 from apps.tenants.roles import Role

@@ -11,10 +11,10 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_postgres.models import Message
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent
 from apps.policy.models import PolicyDocument, PolicyVersion
 from apps.realtime import events
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api import roles_policy

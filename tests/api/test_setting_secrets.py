@@ -12,8 +12,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, SettingSecret, Tenant
 from tests.api.personas import error

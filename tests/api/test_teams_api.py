@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.teams import board
 from apps.teams.models import Escalation, Task, TaskEvent, Team, TeamMember, TeamUserGrant
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import ApiKey, Tenant
 from apps.tenants.roles import Role

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from apps.accounts import services as tenant_services
 from apps.custom_tools import services
 from apps.custom_tools.models import CustomTool
 from apps.secure_cli.models import SecureCLIBinary
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories

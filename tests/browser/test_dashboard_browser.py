@@ -15,8 +15,8 @@ import httpx
 import pytest
 from playwright.sync_api import WebSocketRoute, expect, sync_playwright
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, ApiKey
 from apps.tenants.roles import Role

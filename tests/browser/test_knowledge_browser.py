@@ -15,9 +15,9 @@ import httpx
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.knowledge.models import Entity
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories

@@ -17,9 +17,9 @@ import pytest
 from django.db import connection
 from playwright.sync_api import expect, sync_playwright
 
+from apps.accounts import services as tenant_services
 from apps.mcp_grants import client, services
 from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, UserGrant
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories

@@ -25,6 +25,7 @@ import pytest
 from django.db import connection
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.llm import services as llm_services
 from apps.runs import cron, runner
@@ -32,7 +33,6 @@ from apps.runs import services as run_services
 from apps.runs.models import Run
 from apps.sessions import services as session_services
 from apps.sessions.models import SessionMessage
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role

@@ -19,9 +19,9 @@ import httpx
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from apps.accounts import services as tenant_services
 from apps.sandbox import manager
 from apps.sandbox.models import SandboxContainer
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role

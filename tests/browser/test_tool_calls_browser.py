@@ -13,8 +13,8 @@ import httpx
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from apps.accounts import services
 from apps.audit.models import ToolCall
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.accounts import services as tenant_services
 from apps.context_files import services
 from apps.context_files.models import NAMES
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 

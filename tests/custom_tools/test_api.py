@@ -12,12 +12,12 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_postgres.models import Message
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent, ToolCall
 from apps.custom_tools.models import CustomTool
 from apps.mcp_grants import services as mcp_services
 from apps.mcp_grants.models import MCPServerTool
 from apps.realtime import events
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.toolkit.workspace import workspace_for

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent, ToolCall
 from apps.custom_tools.models import CustomTool
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.toolkit.workspace import workspace_for

@@ -10,9 +10,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from apps.accounts import services
 from apps.policy import approval_services
 from apps.policy.approval_models import ApprovalRule, PendingApproval
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role

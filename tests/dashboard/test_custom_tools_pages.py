@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.custom_tools import services
 from apps.custom_tools.models import CustomTool
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.tenant_state import tenant_state

@@ -16,6 +16,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.mcp_grants import services
 from apps.mcp_grants.models import (
@@ -26,7 +27,6 @@ from apps.mcp_grants.models import (
     UserCredential,
     UserGrant,
 )
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role

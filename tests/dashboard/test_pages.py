@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, ApiKey, Membership, Tenant
 from apps.tenants.roles import Role

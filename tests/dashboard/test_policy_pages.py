@@ -17,10 +17,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent
 from apps.policy import services as policy_services
 from apps.policy.models import PolicyDocument, PolicyVersion
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role

@@ -14,9 +14,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent, ToolCall
 from apps.policy import services as policy_services
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role

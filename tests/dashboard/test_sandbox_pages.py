@@ -17,10 +17,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.sandbox import manager
 from apps.sandbox.models import SandboxContainer
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role

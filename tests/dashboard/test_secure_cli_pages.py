@@ -18,10 +18,10 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.secure_cli import services
 from apps.secure_cli.models import SecureCLIAgentGrant, SecureCLIBinary, SecureCLIUserCredential
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.tenant_state import tenant_state

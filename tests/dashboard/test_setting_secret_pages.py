@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, SettingSecret, Tenant
 from apps.toolkit.runtime_settings import DEFAULTS, SANDBOX_MODES

@@ -14,10 +14,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.teams import board
 from apps.teams.models import Escalation, Task, TaskComment, TaskEvent, Team, TeamMember
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.tenant_state import tenant_state

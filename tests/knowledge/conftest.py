@@ -11,9 +11,9 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_postgres.models import Message
 
+from apps.accounts import services as tenant_services
 from apps.knowledge.models import Entity
 from apps.realtime import events
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from tests.knowledge.support import ref, relation, upsert

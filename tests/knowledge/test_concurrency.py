@@ -9,10 +9,10 @@ from collections.abc import Callable
 import pytest
 from django.db import connections
 
+from apps.accounts import services as tenant_services
 from apps.knowledge import services
 from apps.knowledge.models import Entity, Relation
 from apps.knowledge.validation import parse_entity, parse_relation
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 
 pytestmark = pytest.mark.django_db(transaction=True)

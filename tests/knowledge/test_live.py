@@ -9,7 +9,7 @@ import contextlib
 import httpx
 import pytest
 
-from apps.tenants import services as tenant_services
+from apps.accounts import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.tenants import services as tenant_services
+from apps.accounts import services as tenant_services
 from apps.tenants.actors import Actor
 from tests.knowledge.support import EXECUTE, SEARCH, ref, relation, upsert
 

@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from apps.accounts import services
 from apps.policy import services as policy_services
 from apps.policy.approval_models import PendingApproval
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories

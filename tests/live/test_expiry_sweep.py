@@ -10,7 +10,7 @@ from django.apps import apps as django_apps
 from django.utils import timezone
 from django_q.models import Schedule
 
-from apps.tenants import services, tasks
+from apps.accounts import services, tasks
 from apps.tenants.actors import Actor
 from apps.tenants.models import ApiKey, Tenant
 from apps.tenants.roles import Role
@@ -106,3 +106,27 @@ def test_schedule_registration_is_idempotent():
     assert schedules[0].func == "apps.tenants.tasks.expire_api_keys"
     schedule = schedules[0]
     assert (schedule.schedule_type, schedule.minutes, schedule.repeats) == (Schedule.MINUTES, 1, -1)
+
+
+def test_schedule_follows_the_task_to_its_app():
+    """tenants 0002 registered the sweep under its first path; accounts 0001 points it at the task's
+    module now, and back when migrated backwards; another schedule is left alone."""
+    migration = importlib.import_module("apps.accounts.migrations.0001_expire_api_keys_task")
+    Schedule.objects.filter(name=tasks.EXPIRE_API_KEYS_SCHEDULE).delete()
+    Schedule.objects.create(
+        name=tasks.EXPIRE_API_KEYS_SCHEDULE, func="apps.tenants.tasks.expire_api_keys", schedule_type="I"
+    )
+    other = Schedule.objects.create(
+        name="other", func="apps.tenants.tasks.expire_api_keys", schedule_type="I"
+    )
+
+    migration.forwards(django_apps, None)
+    schedule = Schedule.objects.get(name=tasks.EXPIRE_API_KEYS_SCHEDULE)
+    assert schedule.func == "apps.accounts.tasks.expire_api_keys"
+    assert schedule.func == f"{tasks.__name__}.{tasks.expire_api_keys.__name__}"
+    other.refresh_from_db()
+    assert other.func == "apps.tenants.tasks.expire_api_keys"
+
+    migration.backwards(django_apps, None)
+    schedule.refresh_from_db()
+    assert schedule.func == "apps.tenants.tasks.expire_api_keys"

@@ -9,9 +9,9 @@ import time
 import httpx
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.mcp_grants import services
 from apps.mcp_grants.models import MCPServer, MCPServerTool
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories

@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db import transaction
 from django.test import Client
 
+from apps.accounts import services
 from apps.realtime import events
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role

@@ -21,8 +21,8 @@ from django_q.models import Task
 from django_q.tasks import async_task
 from websockets.exceptions import InvalidStatus
 
+from apps.accounts import services
 from apps.realtime.events import TOPICS
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import ApiKey, Tenant
 from apps.tenants.roles import Role
@@ -72,7 +72,7 @@ def test_worker_publishes_api_key_expired_to_a_daphne_subscriber(live, daphne, s
     sock.subscribe(["audit", "api_keys"])
     key = make_expired_key(tenant_a, "expiring")
 
-    task_id = async_task("apps.tenants.tasks.expire_api_keys")
+    task_id = async_task("apps.accounts.tasks.expire_api_keys")
 
     audit = sock.wait_for(lambda m: is_expired_audit(m, key))["event"]
     assert set(audit) == EVENT_KEYS
@@ -104,7 +104,7 @@ def test_worker_keeps_publishing_task_after_task(live, daphne, sockets, tenant_a
     sock.subscribe(["audit"])
     for round_ in range(4):
         key = make_expired_key(tenant_a, f"expiring-{round_}")
-        async_task("apps.tenants.tasks.expire_api_keys")
+        async_task("apps.accounts.tasks.expire_api_keys")
         sock.wait_for(partial(is_expired_audit, key=key))
 
 

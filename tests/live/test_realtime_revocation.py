@@ -14,7 +14,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 from websockets.exceptions import ConnectionClosed
 
-from apps.tenants import services
+from apps.accounts import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import ApiKey, Membership
 from apps.tenants.roles import Role
@@ -73,7 +73,7 @@ def test_a_key_expiring_in_the_worker_closes_its_sockets(live, daphne, sockets, 
     )
     sock = connect(live, sockets, api_key=raw)
     ApiKey.objects.for_tenant(tenant_a).filter(pk=key.pk).update(expires_at=timezone.now())
-    async_task("apps.tenants.tasks.expire_api_keys")
+    async_task("apps.accounts.tasks.expire_api_keys")
     assert_closed_with(sock, "This API key expired.")
 
 

@@ -25,8 +25,8 @@ from django.utils import timezone
 from django_q.conf import Conf
 from django_q.tasks import async_task
 
+from apps.accounts import services
 from apps.realtime.events import TOPICS, group_name
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import ApiKey, Tenant
 from apps.tenants.roles import Role
@@ -146,7 +146,7 @@ def test_worker_events_reach_a_daphne_socket_through_redis(redis_live, redis_dap
 
     for round_ in range(5):
         key = make_expired_key(tenant_a, f"expiring-{round_}")
-        async_task("apps.tenants.tasks.expire_api_keys")
+        async_task("apps.accounts.tasks.expire_api_keys")
         sock.wait_for(partial(is_expired_audit, key=key))
         sock.wait_for(partial(event_of, topic="api_keys", type="api_key.expired", id=str(key.pk)))
 
@@ -169,7 +169,7 @@ def test_worker_publishing_survives_redis_dropping_every_connection(
     redis_live.qcluster()
     sock = open_subscribed(redis_live, sockets, tenant_a, ["audit"])
     first = make_expired_key(tenant_a, "before-the-drop")
-    async_task("apps.tenants.tasks.expire_api_keys")
+    async_task("apps.accounts.tasks.expire_api_keys")
     sock.wait_for(partial(is_expired_audit, key=first))
 
     killed = int(rcli.execute_command("CLIENT KILL TYPE pubsub")) + int(
@@ -181,7 +181,7 @@ def test_worker_publishing_survives_redis_dropping_every_connection(
 
     for round_ in range(2):
         key = make_expired_key(tenant_a, f"after-the-drop-{round_}")
-        async_task("apps.tenants.tasks.expire_api_keys")
+        async_task("apps.accounts.tasks.expire_api_keys")
         sock.wait_for(partial(is_expired_audit, key=key))
     assert sock.request({"type": "ping"}) == {"type": "pong"}
 
@@ -203,7 +203,7 @@ def test_a_tenant_never_receives_another_tenants_events_on_redis(
 
     # Published by the worker: one sweep expires a key of each tenant.
     keys: dict[str, ApiKey] = {t.slug: make_expired_key(t, "expiring") for t in (tenant_a, tenant_b)}
-    async_task("apps.tenants.tasks.expire_api_keys")
+    async_task("apps.accounts.tasks.expire_api_keys")
     sock_a.wait_for(partial(is_expired_audit, key=keys[tenant_a.slug]))
     sock_b.wait_for(partial(is_expired_audit, key=keys[tenant_b.slug]))
     # Published by daphne itself (API requests): A's changes first, then a marker for each tenant.

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.llm import services as llm_services
 from apps.policy import services as policy_services
 from apps.policy.approval_models import PendingApproval
 from apps.runs.models import Run
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from apps.toolkit.workspace import workspace_for

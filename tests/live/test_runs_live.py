@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.llm import services as llm_services
 from apps.runs.models import Run
 from apps.sessions.models import Session, SessionMessage
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.llm import services
 from apps.llm.models import Provider
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from tests.llm.fake_provider import HEADER_SECRET, KEY, PUBLIC_IP, FakeProvider

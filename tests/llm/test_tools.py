@@ -406,8 +406,8 @@ def test_a_named_provider_is_used_and_an_unknown_one_is_explained(
 
 
 def test_workspace_dir_describes_the_workspace_and_the_team(member_a, agent, tenant_a):
+    from apps.accounts import services as tenant_services
     from apps.teams import services as team_services
-    from apps.tenants import services as tenant_services
 
     body = call(member_a, "workspace_dir", {})
     assert body["is_error"] is False

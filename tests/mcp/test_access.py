@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.mcp_grants import access, bridge, services
 from apps.mcp_grants.access import is_tool_allowed
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
 from apps.toolkit.providers import ToolRefused

@@ -12,6 +12,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_postgres.models import Message
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.mcp_grants.models import (
     AccessRequest,
@@ -22,7 +23,6 @@ from apps.mcp_grants.models import (
     UserGrant,
 )
 from apps.realtime import events
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role

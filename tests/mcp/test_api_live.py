@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.mcp_grants.models import AgentGrant, MCPServerTool
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import ToolCall
 from apps.mcp_grants import client, services
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from tests.mcp.live_servers import ALLOW_NETS, http_server, kill_stdio_servers, stdio_fields
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from apps.accounts import services
 from apps.audit.models import ToolCall
 from apps.mcp_grants import services as mcp_services
 from apps.mcp_grants.models import MCPServerTool
 from apps.messaging import services as messaging_services
 from apps.policy.approval_models import PendingApproval
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, ApiKey, Tenant
 from apps.tenants.roles import Role

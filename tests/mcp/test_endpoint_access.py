@@ -12,8 +12,8 @@ import pytest
 from django.conf import settings
 from mcp.shared.exceptions import MCPError
 
+from apps.accounts import services
 from apps.audit.models import ToolCall
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import ApiKey, Tenant
 from apps.tenants.roles import Role

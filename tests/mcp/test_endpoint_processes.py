@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from apps.accounts import services
 from apps.audit.models import ToolCall
 from apps.policy.approval_models import PendingApproval
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.mcp_grants import client, services
 from apps.policy import services as policy_services
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("mcp_connections")]

@@ -8,12 +8,12 @@ import json
 import pytest
 from django.db import connection
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.mcp_grants import access, services
 from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, UserGrant
 from apps.policy import engine
 from apps.policy import services as policy_services
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Tenant

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.postgres.search import SearchQuery
 
+from apps.accounts import services as tenant_services
 from apps.memory import embeddings, services, tasks
 from apps.memory.embeddings import EmbedderError
 from apps.memory.models import EmbeddingSettings, MemoryChunk, MemoryDocument
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 

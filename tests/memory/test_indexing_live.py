@@ -10,8 +10,8 @@ import time
 import httpx
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.memory.models import MemoryChunk, MemoryDocument
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories

@@ -10,11 +10,11 @@ from channels.layers import get_channel_layer
 from channels_postgres.models import Message
 from django_q.models import OrmQ
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.memory import services, tasks
 from apps.memory.models import MAX_DOCUMENT_CHARS, MemoryChunk, MemoryDocument
 from apps.realtime import events
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from tests.api.personas import check_personas, error

@@ -8,10 +8,10 @@ import threading
 import pytest
 from django.db import connections
 
+from apps.accounts import services as tenant_services
 from apps.memory import services
 from apps.memory.models import MemoryDocument
 from apps.memory.services import APPEND_SEPARATOR
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 
 pytestmark = pytest.mark.django_db(transaction=True)

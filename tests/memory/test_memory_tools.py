@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent
 from apps.memory.models import MemoryDocument
 from apps.memory.services import APPEND_SEPARATOR
 from apps.teams import services as team_services
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from apps.accounts import services
 from apps.memory.embeddings import LOCAL_MODEL, LocalEmbedder
 from apps.memory.models import EmbeddingSettings, MemoryChunk, MemoryDocument
 from apps.memory.search import MAX_LIMIT, MAX_QUERY_CHARS, SearchError, hybrid_search
 from apps.runtime import pipeline
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.toolkit import gateway
 

@@ -16,13 +16,13 @@ from channels.layers import get_channel_layer
 from channels_postgres.models import Message
 from django_q.models import OrmQ
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.memory import embedding_services, services
 from apps.memory.embeddings import LOCAL_MODEL, EmbedderError, OpenAIEmbedder
 from apps.memory.models import EmbeddingSettings, MemoryChunk
 from apps.memory.search import hybrid_search
 from apps.realtime import events
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from tests.api.personas import check_personas, error

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from apps.accounts import services
 from apps.memory.embeddings import LOCAL_MODEL, LocalEmbedder
 from apps.memory.models import EmbeddingSettings, MemoryChunk, MemoryDocument
 from apps.memory.search import hybrid_search
-from apps.tenants import services
 from apps.tenants.actors import Actor
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.messaging import services
 from apps.messaging.models import Channel
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from tests.local_http import serving

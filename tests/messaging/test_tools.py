@@ -265,7 +265,7 @@ def test_unknown_disabled_and_forbidden_channels_are_clear_errors(
     assert "unknown channel 'nope'; configured: hooks" in result["for_llm"]
     webhook_channel("off", enabled=False)
     assert "is disabled" in call(member_a, "message", {"channel": "off", "text": "hi"})["for_llm"]
-    from apps.tenants import services as tenant_services
+    from apps.accounts import services as tenant_services
     from apps.tenants.actors import Actor
 
     tenant_services.agent_create(actor=Actor.system(tenant_a), key="other", name="Other")

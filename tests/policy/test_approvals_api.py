@@ -9,11 +9,11 @@ import threading
 import pytest
 from django.db import connection
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent, ToolCall
 from apps.policy import services as policy_services
 from apps.policy import tasks
 from apps.policy.approval_models import ApprovalRule, PendingApproval
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.tenant_state import tenant_state

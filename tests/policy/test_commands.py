@@ -9,12 +9,12 @@ from dataclasses import replace
 
 import pytest
 
+from apps.accounts import services
 from apps.policy import approvals, engine
 from apps.policy.approval_models import ApprovalRule
 from apps.policy.commands import classify
 from apps.policy.engine import CallScope
 from apps.policy.safe_bins import SAFE_BINS
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.toolkit.processes import SAFE_PATH
 

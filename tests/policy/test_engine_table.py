@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from apps.accounts import services
 from apps.audit.models import ToolCall
 from apps.policy import services as policy
 from apps.policy.models import PolicyDocument
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.llm import services as llm_services
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from tests.llm.fake_provider import KEY, PUBLIC_IP, FakeProvider

@@ -130,7 +130,7 @@ def test_bad_cron_calls_are_clear_errors_with_nothing_changed(member_a, agent, t
 
 
 def test_an_agent_sees_only_its_own_jobs(member_a, agent, tenant_a):
-    from apps.tenants import services as tenant_services
+    from apps.accounts import services as tenant_services
     from apps.tenants.actors import Actor
 
     tenant_services.agent_create(actor=Actor.system(tenant_a), key="other", name="Other")

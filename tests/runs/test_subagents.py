@@ -171,7 +171,7 @@ def test_finished_subagents_are_archived_after_an_hour(member_a, agent, tenant_a
 
 
 def test_with_the_external_runner_a_subagent_waits_to_be_claimed(member_a, agent, tenant_a):
-    from apps.tenants import services as tenant_services
+    from apps.accounts import services as tenant_services
     from apps.tenants.actors import Actor
 
     tenant_services.tenant_update(actor=Actor.system(tenant_a), changes={"settings": {"runner": "external"}})
@@ -228,7 +228,7 @@ def test_a_parent_run_that_spawned_gets_a_follow_up_run_with_the_results(
 def test_a_revoked_starter_still_gets_the_announcement_but_no_follow_up(tenant_a, agent, provider, fake):
     import json as jsonlib
 
-    from apps.tenants import services as tenant_services
+    from apps.accounts import services as tenant_services
     from apps.tenants.actors import Actor
     from apps.tenants.models import ApiKey
     from apps.tenants.roles import Role

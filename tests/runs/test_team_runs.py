@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from django_q.models import OrmQ
 
+from apps.accounts import services as tenant_services
 from apps.runs import teamwork
 from apps.runs.models import Run
 from apps.teams import board, dispatch
 from apps.teams.models import Task
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from tests.llm.fake_provider import chat_answer
 from tests.teams.conftest import make_crew

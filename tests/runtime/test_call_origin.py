@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent, ToolCall
 from apps.policy import services as policy_services
 from apps.policy.approval_models import PendingApproval
 from apps.runtime import pipeline
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import ApiKey, Tenant
 from apps.tenants.roles import Role

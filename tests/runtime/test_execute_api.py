@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from apps.accounts import services
 from apps.audit.models import ToolCall
 from apps.policy import services as policy_services
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.toolkit import registry

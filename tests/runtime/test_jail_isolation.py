@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from apps.accounts import services as tenant_services
 from apps.mcp_grants import client as mcp_client
 from apps.mcp_grants import services as mcp_services
 from apps.mcp_grants.models import MCPServer
 from apps.secure_cli import services as cli_services
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.toolkit import jail

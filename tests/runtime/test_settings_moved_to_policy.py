@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from django.apps import apps as global_apps
 
+from apps.accounts import services
 from apps.audit.models import ToolCall
 from apps.policy import services as policy_services
 from apps.policy.models import PolicyDocument, PolicyVersion
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 

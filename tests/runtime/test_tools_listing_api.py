@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from apps.accounts import services
 from apps.runtime import pipeline
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.toolkit import gateway
 from apps.tools.catalog import CATALOG, GROUPS, PROFILES

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from apps.accounts import services
 from apps.audit.models import ToolCall
 from apps.policy import services as policy_services
-from apps.tenants import services
 from apps.tenants.actors import Actor
 
 pytestmark = pytest.mark.django_db

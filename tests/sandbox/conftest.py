@@ -91,7 +91,7 @@ def containers_of(client: docker.DockerClient, **labels: str) -> list:  # type: 
 @pytest.fixture
 def agent(tenant_a):  # type: ignore[no-untyped-def]
     """Tenant A's agent ``bot``, the one the tests' calls name."""
-    from apps.tenants import services
+    from apps.accounts import services
     from apps.tenants.actors import Actor
 
     return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")

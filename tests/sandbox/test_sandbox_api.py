@@ -15,11 +15,11 @@ import docker.errors
 import pytest
 from django.utils import timezone
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent
 from apps.sandbox import manager
 from apps.sandbox import services as sandbox_services
 from apps.sandbox.models import SandboxContainer
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
 from apps.tenants.roles import Role

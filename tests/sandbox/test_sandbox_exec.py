@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from apps.accounts import services
 from apps.policy import services as policy_services
 from apps.sandbox import manager
 from apps.sandbox.models import SandboxContainer
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.toolkit.workspace import workspace_for
 from tests.sandbox.conftest import configure, containers_of

@@ -20,8 +20,8 @@ import docker.errors
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.accounts import services
 from apps.sandbox import image, manager
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from tests.sandbox.conftest import REPOSITORY, RUN_INSTANCE
 

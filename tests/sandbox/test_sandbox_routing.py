@@ -12,12 +12,12 @@ import pytest
 from django.db import connection
 from django_q.models import Schedule
 
+from apps.accounts import services
 from apps.audit.models import ToolCall
 from apps.custom_tools import services as custom_tool_services
 from apps.sandbox import manager, tasks
 from apps.sandbox.models import SandboxContainer
 from apps.secure_cli import services as cli_services
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.toolkit.context import CallContext
 from apps.toolkit.scrubber import Scrubber

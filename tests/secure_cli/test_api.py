@@ -13,10 +13,10 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_postgres.models import Message
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.realtime import events
 from apps.secure_cli.models import SecureCLIBinary
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests.api.personas import error

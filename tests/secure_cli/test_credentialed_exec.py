@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent, ToolCall
 from apps.secure_cli import services
 from apps.secure_cli.models import SecureCLIBinary
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.toolkit.workspace import workspace_for

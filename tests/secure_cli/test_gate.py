@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from django.db import OperationalError
 
+from apps.accounts import services as tenant_services
 from apps.secure_cli import execution, services
 from apps.secure_cli.execution import GATE_UNAVAILABLE
 from apps.secure_cli.models import SecureCLIBinary
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.toolkit import registry

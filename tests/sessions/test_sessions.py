@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.sessions import services
 from apps.sessions.models import Session, SessionMessage
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 
 pytestmark = pytest.mark.django_db

@@ -10,11 +10,11 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_postgres.models import Message
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.realtime import events
 from apps.skills import loading, services
 from apps.skills.models import Skill
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from tests.api.personas import check_personas, error

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
+from apps.accounts import services as tenant_services
 from apps.skills import loading, services
 from apps.skills.models import Skill, SkillActivation, SkillFile, SkillUse
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 

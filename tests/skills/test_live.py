@@ -9,8 +9,8 @@ import contextlib
 import httpx
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.skills.models import SkillUse
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories

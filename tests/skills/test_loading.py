@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.skills import loading, services
 from apps.skills.models import Skill, SkillActivation, SkillUse
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from tests.api.personas import check_personas, error

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.skills import services
 from apps.skills.models import Skill, SkillActivation, SkillFile, SkillUse
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.toolkit.workspace import workspace_for

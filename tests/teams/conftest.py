@@ -4,10 +4,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.teams import services
 from apps.teams.board import BoardActor
 from apps.teams.models import Team
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 

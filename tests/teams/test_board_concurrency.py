@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterator
 import pytest
 from django.db import connection, connections
 
+from apps.accounts import services as tenant_services
 from apps.teams import board
 from apps.teams import services as team_services
 from apps.teams.board import BoardActor, BoardError
 from apps.teams.models import Task, TaskEvent
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 

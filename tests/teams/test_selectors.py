@@ -122,7 +122,7 @@ def test_blockers_are_listed_with_the_tasks(crew):
 def test_team_for_agent(crew, tenant_a):
     assert selectors.team_for_agent(tenant=tenant_a, agent=crew.lead) == crew.team
     assert selectors.team_for_agent(tenant=tenant_a, agent=crew.alice) == crew.team
-    from apps.tenants import services
+    from apps.accounts import services
     from apps.tenants.actors import Actor
 
     loner = services.agent_create(actor=Actor.system(tenant_a), key="loner", name="Loner")

@@ -11,12 +11,12 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_postgres.models import Message
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.realtime import events
 from apps.runtime import pipeline
 from apps.teams import board
 from apps.teams.models import Task, TaskEvent, TeamMessage, TeamMessageRead
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
 from apps.toolkit import gateway

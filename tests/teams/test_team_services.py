@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
 from apps.teams import services
 from apps.teams import team_settings as ts
 from apps.teams.models import Team, TeamMember
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
 from tests.teams.conftest import make_crew

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from apps.accounts import services as tenant_services
 from apps.audit.models import ToolCall
 from apps.runtime import pipeline
 from apps.teams import board
 from apps.teams.models import Escalation, Task, TaskAttachment, TaskComment, TaskEvent
-from apps.tenants import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
 from apps.toolkit import gateway

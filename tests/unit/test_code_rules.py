@@ -44,7 +44,6 @@ IN_FUNCTION_IMPORTS = frozenset(
         "apps/runtime/ratelimit.py -> apps.policy.models",
         "apps/runtime/tools/exec.py -> apps.secure_cli",
         "apps/secure_cli/services.py -> apps.toolkit.workspace",
-        "apps/tenants/api/views.py -> apps.toolkit.runtime_settings",
         "apps/tenants/validators.py -> apps.toolkit.runtime_settings",
         "apps/tools/listing.py -> apps.toolkit",
     }
@@ -53,7 +52,6 @@ IN_FUNCTION_IMPORTS = frozenset(
 OBJECTS_IN_SURFACE = {
     "apps/sessions/tools.py": 1,
     "apps/teams/tools.py": 5,
-    "apps/tenants/api/base.py": 3,
 }
 
 

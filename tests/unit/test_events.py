@@ -8,8 +8,8 @@ from channels.layers import get_channel_layer
 from channels_postgres.models import Message
 from django.db import transaction
 
+from apps.accounts import services
 from apps.realtime import events
-from apps.tenants import services
 from apps.tenants.actors import Actor
 
 pytestmark = pytest.mark.django_db

@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from apps.accounts import services
 from apps.runtime.tools import exec as exec_tool
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.toolkit import processes, registry
 from apps.toolkit.context import CallContext

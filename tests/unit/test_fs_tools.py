@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from apps.accounts import services
 from apps.runtime.tools import fs
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.toolkit import registry, vfs
 from apps.toolkit.context import CallContext

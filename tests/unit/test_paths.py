@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.tenants import services
+from apps.accounts import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
 from apps.toolkit.workspace import (

@@ -14,10 +14,10 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from apps.accounts import services
 from apps.audit.models import AuditEvent
 from apps.policy import services as policy
 from apps.policy.models import PolicyVersion
-from apps.tenants import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from tests import factories

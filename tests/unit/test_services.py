@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.tenants import services
+from apps.accounts import services
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent

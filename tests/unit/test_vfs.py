@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.tenants import services
+from apps.accounts import services
 from apps.tenants.actors import Actor
 from apps.toolkit import registry, vfs
 from apps.toolkit.results import ToolResult

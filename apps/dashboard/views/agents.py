@@ -6,11 +6,12 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 
+from apps.accounts import services
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import AgentCreateForm, AgentForm, add_service_error
 from apps.dashboard.runtime_display import policy_rows, setting_rows
 from apps.dashboard.views.confirm import confirm_action
-from apps.tenants import access, selectors, services
+from apps.tenants import access, selectors
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
 

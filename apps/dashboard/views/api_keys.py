@@ -8,10 +8,11 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
+from apps.accounts import services
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import ApiKeyCreateForm, add_service_error
 from apps.dashboard.views.confirm import confirm_action
-from apps.tenants import access, selectors, services
+from apps.tenants import access, selectors
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import ApiKey
 from apps.tenants.roles import Role

@@ -13,10 +13,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
+from apps.accounts import services
 from apps.dashboard.actor import SESSION_TENANT_KEY, resolve_actor, session_user
 from apps.dashboard.forms import TenantSwitchForm
 from apps.realtime import events
-from apps.tenants import services
 from apps.tenants.selectors import tenants_of_user
 
 logger = logging.getLogger(__name__)

@@ -16,10 +16,11 @@ from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
+from apps.accounts import services
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import RuntimeResetForm, RuntimeSettingsForm, add_service_error
 from apps.dashboard.runtime_display import LABELS, policy_rows, setting_rows
-from apps.tenants import selectors, services
+from apps.tenants import selectors
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
 from apps.toolkit.runtime_settings import effective

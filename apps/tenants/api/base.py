@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from django.db.models import QuerySet
 from rest_framework import serializers, viewsets
 
+from apps.tenants import selectors
 from apps.tenants.actors import Actor
 from apps.tenants.scoping import TenantScoped
 
@@ -27,9 +28,9 @@ class TenantViewMixin:
 class TenantScopedViewSet(TenantViewMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
     """Base viewset for tenant-owned models.
 
-    The queryset is always ``model.objects.for_tenant(actor.tenant)`` narrowed by :meth:`scope_queryset`.
-    Subclasses may not override ``get_queryset`` or ``get_object``: that is how scope gets widened by
-    accident, so it is refused at class creation.
+    The queryset is always the model's rows in the actor's tenant (``selectors.tenant_rows``) narrowed
+    by :meth:`scope_queryset`. Subclasses may not override ``get_queryset`` or ``get_object``: that is
+    how scope gets widened by accident, so it is refused at class creation.
     """
 
     model: ClassVar[type[TenantScoped]]
@@ -46,8 +47,8 @@ class TenantScopedViewSet(TenantViewMixin, viewsets.GenericViewSet):  # type: ig
 
     def get_queryset(self) -> QuerySet[Any]:
         if getattr(self, "swagger_fake_view", False):  # OpenAPI generation: no request, no tenant
-            return self.model.objects.dangerously_all_tenants().none()  # type: ignore[no-any-return]
-        queryset = self.model.objects.for_tenant(self.actor.tenant)
+            return selectors.no_rows(model=self.model)
+        queryset = selectors.tenant_rows(model=self.model, tenant=self.actor.tenant)
         return self.scope_queryset(queryset)
 
 

@@ -59,10 +59,68 @@ TENANT_KEYS = {
 AGENT_DROPPED = ("rate_limit_per_hour", "scrub_credentials", "origin_deny")
 
 
-def _expand(specs: list[str]) -> set[str]:
-    """Built-in tool names ``specs`` select (the catalog of today; only used to intersect two lists)."""
-    from apps.tools.catalog import CATALOG, GROUPS
+# The built-in tools and their groups as they were when the settings were moved (apps/tools/catalog.py),
+# frozen here so that the migration does not depend on the code of today.
+CATALOG: frozenset[str] = frozenset(
+    (
+        "create_audio",
+        "create_forum_topic",
+        "create_image",
+        "create_video",
+        "credentialed_exec",
+        "cron",
+        "datetime",
+        "edit",
+        "exec",
+        "glob",
+        "knowledge_graph_search",
+        "list_files",
+        "memory_get",
+        "memory_search",
+        "message",
+        "openai_compat_call",
+        "publish_skill",
+        "read_audio",
+        "read_document",
+        "read_file",
+        "read_image",
+        "read_video",
+        "search",
+        "session_status",
+        "sessions_history",
+        "sessions_list",
+        "sessions_send",
+        "skill_search",
+        "spawn",
+        "team_message",
+        "team_tasks",
+        "tts",
+        "use_skill",
+        "web_fetch",
+        "web_search",
+        "workspace_dir",
+        "write_file",
+    )
+)
+GROUPS: dict[str, tuple[str, ...]] = {
+    "automation": ("cron", "datetime"),
+    "fs": ("edit", "glob", "list_files", "read_file", "search", "write_file"),
+    "knowledge": ("knowledge_graph_search", "skill_search"),
+    "media_gen": ("create_audio", "create_image", "create_video", "tts"),
+    "media_read": ("read_audio", "read_document", "read_image", "read_video"),
+    "memory": ("memory_get", "memory_search"),
+    "messaging": ("create_forum_topic", "message"),
+    "runtime": ("credentialed_exec", "exec"),
+    "sessions": ("session_status", "sessions_history", "sessions_list", "sessions_send", "spawn"),
+    "skills": ("publish_skill", "use_skill"),
+    "teams": ("team_message", "team_tasks"),
+    "web": ("web_fetch", "web_search"),
+    "toolgate": tuple(sorted(CATALOG)),
+}
 
+
+def _expand(specs: list[str]) -> set[str]:
+    """Built-in tool names ``specs`` select (the catalog above; only used to intersect two lists)."""
     result: set[str] = set()
     for spec in specs:
         if spec.startswith("group:"):

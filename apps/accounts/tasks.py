@@ -1,4 +1,5 @@
-"""django-q2 jobs of the tenants app. Jobs only find work and call services; they are idempotent."""
+"""django-q2 jobs of the administration of tenants. Jobs only find work and call services; they are
+idempotent."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import logging
 
 from django.utils import timezone
 
-from apps.tenants import services
+from apps.accounts import services
 from apps.tenants.models import ApiKey
 
 logger = logging.getLogger(__name__)
 
-# The django-q2 Schedule (registered by migration 0002) runs the sweep every minute under this name.
+# The django-q2 Schedule (registered by migration tenants 0002, its function moved here by accounts 0001)
+# runs the sweep every minute under this name.
 EXPIRE_API_KEYS_SCHEDULE = "tenants.expire_api_keys"
 
 

@@ -4,11 +4,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from apps.accounts.services import api_key_create
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import ApiKey, Tenant
 from apps.tenants.roles import Role
-from apps.tenants.services import api_key_create
 
 
 class Command(BaseCommand):

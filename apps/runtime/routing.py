@@ -1,5 +1,5 @@
 from django.urls import path
 
-from apps.realtime.consumers import EventsConsumer
+from apps.runtime.consumers import EventsConsumer
 
 websocket_urlpatterns = [path("ws/events/", EventsConsumer.as_asgi())]

@@ -8,11 +8,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.tenants import access, selectors, services
-from apps.tenants.api import serializers as s
+from apps.accounts import services
+from apps.accounts.api import serializers as s
+from apps.tenants import access, selectors
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
 from apps.tenants.models import Agent, ApiKey, Membership
 from apps.tenants.roles import Role
+from apps.tenants.setting_secrets import with_status
+from apps.toolkit.runtime_settings import effective
 
 
 class AgentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
@@ -144,9 +147,6 @@ class MeView(TenantViewMixin, APIView):
 
 
 def _tenant_body(tenant: Any) -> dict[str, Any]:
-    from apps.tenants.setting_secrets import with_status
-    from apps.toolkit.runtime_settings import effective
-
     # Secret-bearing keys show whether they are set, never their value.
     stored = selectors.setting_secret_paths(tenant=tenant)
     return {

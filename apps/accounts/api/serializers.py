@@ -4,10 +4,10 @@ from typing import Any
 
 from rest_framework import serializers
 
+from apps.accounts.services import invalid_key_origin_message
 from apps.tenants.api.base import StrictSerializer
 from apps.tenants.models import Agent, ApiKey, Membership, agent_key_validator
 from apps.tenants.roles import Role
-from apps.tenants.services import invalid_key_origin_message
 from apps.tenants.validators import validate_settings_object
 
 
@@ -34,7 +34,7 @@ class AgentOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
         read_only_fields = fields
 
     def get_settings(self, obj: Agent) -> dict[str, Any]:
-        from apps.tenants.services import public_settings
+        from apps.accounts.services import public_settings
 
         return public_settings(obj)
 

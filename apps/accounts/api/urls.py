@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from apps.tenants.api import views
+from apps.accounts.api import views
 
 router = SimpleRouter()
 router.register("agents", views.AgentViewSet, basename="agent")

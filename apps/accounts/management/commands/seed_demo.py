@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from apps.tenants import services
+from apps.accounts import services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, ApiKey, Membership, Tenant
 from apps.tenants.roles import Role

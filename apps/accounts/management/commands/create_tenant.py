@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from apps.accounts.services import tenant_create
 from apps.tenants.errors import ServiceError
-from apps.tenants.services import tenant_create
 
 
 class Command(BaseCommand):
