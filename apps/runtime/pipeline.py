@@ -39,9 +39,10 @@ from apps.policy import approvals, engine
 from apps.policy.approvals import Verdict
 from apps.policy.engine import CallScope, Resolved
 from apps.realtime import events
-from apps.runtime import config, strap
+from apps.runtime import config
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
+from apps.toolkit import strap
 from apps.toolkit.context import CallContext
 from apps.toolkit.registry import implementation
 from apps.toolkit.results import ToolResult

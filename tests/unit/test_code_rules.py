@@ -70,7 +70,6 @@ IN_FUNCTION_IMPORTS = frozenset(
         "apps/secure_cli/tool.py -> apps.runtime.sandbox.placement",
         "apps/tenants/api/views.py -> apps.runtime.config",
         "apps/tenants/validators.py -> apps.runtime.config",
-        "apps/tools/listing.py -> apps.toolkit",
     }
 )
 # ``.objects.`` per view, API and agent-tool module today.

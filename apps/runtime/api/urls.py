@@ -9,5 +9,6 @@ router.register("tool-calls", views.ToolCallViewSet, basename="tool-call")
 urlpatterns = [
     path("runtime/execute", views.ExecuteView.as_view(), name="runtime-execute"),
     path("agents/<str:key>/tools", views.AgentToolsView.as_view(), name="agent-tools"),
+    path("tools/catalog/", views.CatalogView.as_view(), name="tool-catalog"),
     *router.urls,
 ]
