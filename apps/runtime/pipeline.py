@@ -46,6 +46,7 @@ from apps.toolkit import strap
 from apps.toolkit.context import CallContext
 from apps.toolkit.registry import implementation
 from apps.toolkit.results import ToolResult
+from apps.toolkit.workspace import resolve_cwd
 from apps.tools.catalog import CATALOG, canonical
 from apps.tools.correction import correction
 
@@ -547,7 +548,6 @@ def _approval(call: _Call) -> Verdict | None:
     """The approval step (``apps.policy.approvals``): None for tools that need none, else the verdict.
 
     Only ``exec`` asks. A command that is not a string is left to argument validation."""
-    from apps.runtime.tools.exec import _resolve_cwd
     from apps.toolkit.processes import SAFE_PATH
 
     command = call.args.get("command")
@@ -566,7 +566,7 @@ def _approval(call: _Call) -> Verdict | None:
         # alone. Allowlists and ask=always still apply to it.
         if routes_credentialed(call.ctx, command):
             command = shlex.split(command)[0]
-    cwd = _resolve_cwd(call.ctx, call.args.get("cwd"))
+    cwd = resolve_cwd(call.ctx, call.args.get("cwd"))
     return approvals.check(
         call.policy,
         call.actor.tenant,

@@ -62,7 +62,6 @@ IN_FUNCTION_IMPORTS = frozenset(
         "apps/runtime/pipeline.py -> apps.toolkit.workspace",
         "apps/runtime/ratelimit.py -> apps.policy.models",
         "apps/runtime/sandbox/manager.py -> apps.realtime",
-        "apps/runtime/tools/exec.py -> apps.secure_cli",
         "apps/secure_cli/execution.py -> apps.runtime.sandbox.placement",
         "apps/secure_cli/services.py -> apps.runtime",
         "apps/secure_cli/services.py -> apps.runtime.sandbox.placement",

@@ -14,8 +14,8 @@ PYPROJECT = ROOT / "pyproject.toml"
 # How many imports each contract ignores today. When you remove an entry from a contract's
 # ignore_imports in pyproject.toml, lower its number here to the new length: never raise it.
 MAX_IGNORED = {
-    "layers": 19,
-    "acyclic-apps": 22,
+    "layers": 15,
+    "acyclic-apps": 18,
 }
 
 
