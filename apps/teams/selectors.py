@@ -2,7 +2,7 @@
 search (SPEC B §2.4).
 
 Every read is narrowed to one tenant and one team. The filters are explicit arguments: the tool decides
-from its call context which chat and which user a caller sees (see ``apps.teams.tools``); the REST API
+from its call context which chat and which user a caller sees (see ``apps.teams.agent_tools``); the REST API
 passes what a human asked for.
 
 Status filters (``status``):
