@@ -49,6 +49,11 @@ def visible_to_call(*, tenant: Tenant, agent: Agent, user_id: str) -> QuerySet[S
     return session_list(tenant=tenant, agent=agent, user_id=user_id)
 
 
+def session_by_key(*, tenant: Tenant, agent: Agent, key: str) -> Session | None:
+    """The agent's session with this key (its parent loaded), or None."""
+    return Session.objects.for_tenant(tenant).select_related("parent").filter(agent=agent, key=key).first()
+
+
 def messages(*, session: Session, after: int = 0, limit: int | None = None) -> list[SessionMessage]:
     """``session``'s messages after ``seq`` ``after``, in order; with ``limit``, the first ``limit``."""
     rows = (

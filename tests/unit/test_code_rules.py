@@ -80,10 +80,8 @@ OBJECTS_IN_SURFACE = {
     "apps/dashboard/views/teams.py": 9,
     "apps/memory/api/views.py": 1,
     "apps/policy/api/views.py": 3,
-    "apps/sessions/agent_tools.py": 1,
     "apps/teams/api/access.py": 4,
     "apps/teams/api/views.py": 1,
-    "apps/teams/agent_tools.py": 5,
     "apps/tenants/api/base.py": 3,
 }
 
