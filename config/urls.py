@@ -8,7 +8,6 @@ api_v1 = [
     path("", include("apps.accounts.api.urls")),
     path("", include("apps.audit.api.urls")),
     path("", include("apps.runtime.api.urls")),
-    path("", include("apps.tools.api.urls")),
     path("", include("apps.policy.api.urls")),
     path("", include("apps.policy.approvals_api.urls")),
     path("", include("apps.teams.api.urls")),

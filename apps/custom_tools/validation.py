@@ -16,8 +16,8 @@ import jsonschema
 from apps.custom_tools import rendering
 from apps.custom_tools.models import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, NAME_RE
 from apps.mcp_grants import naming
-from apps.runtime.strap import DOMAINS
 from apps.toolkit.processes import ENV_STRIP_NAMES, ENV_STRIP_PREFIXES
+from apps.toolkit.strap import DOMAINS
 from apps.tools.catalog import ALIASES, CATALOG
 
 MAX_DESCRIPTION = 4000

@@ -7,5 +7,5 @@ class KnowledgeConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Importing the tool module registers knowledge_graph_search (apps/runtime/registry.py).
-        from apps.knowledge import tools  # noqa: F401
+        # Importing the app's agent tools registers knowledge_graph_search (apps/toolkit/registry.py).
+        from apps.knowledge import agent_tools  # noqa: F401

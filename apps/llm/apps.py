@@ -7,5 +7,5 @@ class LLMConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Importing the tool module registers the provider-backed tools (apps/runtime/registry.py).
-        from apps.llm import tools  # noqa: F401
+        # Importing the app's agent tools registers the provider-backed tools (apps/toolkit/registry.py).
+        from apps.llm import agent_tools  # noqa: F401

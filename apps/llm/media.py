@@ -19,11 +19,16 @@ from pathlib import Path
 
 import httpx
 
-from apps.runtime.tools.fs import DEFAULT_DENIED_PREFIXES
-from apps.runtime.tools.fs import _write_atomically as write_atomically
 from apps.toolkit.context import CallContext
 from apps.toolkit.ssrf import FetchLimits, SSRFBlocked, fetch
-from apps.toolkit.workspace import PathError, open_read, real_workspace, resolve_path
+from apps.toolkit.workspace import (
+    DEFAULT_DENIED_PREFIXES,
+    PathError,
+    open_read,
+    real_workspace,
+    resolve_path,
+    write_atomically,
+)
 
 MEDIA_DIR = "media"
 URL_TIMEOUT = 60.0

@@ -7,8 +7,8 @@ class MemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Importing the tool modules registers memory_get and memory_search (apps/runtime/registry.py).
-        from apps.memory import search_tool, tools  # noqa: F401
+        # Importing the app's agent tools registers memory_get and memory_search (apps/toolkit/registry.py).
+        from apps.memory import agent_tools  # noqa: F401
         from apps.memory.interceptor import INTERCEPTOR
         from apps.toolkit import vfs
 

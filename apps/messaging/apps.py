@@ -10,7 +10,7 @@ class MessagingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Importing the tool module registers message and create_forum_topic (apps/runtime/registry.py).
-        from apps.messaging import senders, tools  # noqa: F401
+        # Importing the app's agent tools registers message and create_forum_topic (apps/toolkit/registry.py).
+        from apps.messaging import agent_tools, senders  # noqa: F401
 
         senders.install_log_filter()

@@ -38,6 +38,7 @@ from apps.context_files.models import NAMES
 from apps.context_files.routing import BOOTSTRAP, HEARTBEAT, Place, route
 from apps.llm.client import ChatResult, ProviderError, client_for
 from apps.llm.selectors import ProviderUnavailable
+from apps.policy import listing
 from apps.policy.engine import CallScope
 from apps.runs import services
 from apps.runs.models import Run
@@ -47,8 +48,7 @@ from apps.sessions.models import SessionMessage
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent
-from apps.toolkit import gateway
-from apps.tools import listing, presentation
+from apps.toolkit import gateway, presentation
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ class RuntimeConfig(AppConfig):
         from apps.toolkit import gateway
 
         gateway.install(pipeline.call)  # the one entry point, for the apps below the gateway too
-        # Importing the tool modules registers their implementations (apps/toolkit/registry.py).
+        # Importing the gateway's built-in tools registers them (apps/toolkit/registry.py); each domain
+        # app registers its own agent tools (its agent_tools module) in its ready().
         import apps.runtime.tools.clock  # noqa: F401
         from apps.runtime.tools import exec as exec_tool  # noqa: F401
         from apps.runtime.tools import fs, web  # noqa: F401
-        from apps.teams import tools as team_tools  # noqa: F401

@@ -45,21 +45,20 @@ from apps.policy import approval_services, approvals, engine
 from apps.policy.approval_models import ApprovalStatus, PendingApproval
 from apps.policy.approvals import Verdict
 from apps.policy.engine import CallScope, Resolved
-from apps.runtime import caller, strap
+from apps.runtime import caller
 from apps.runtime.ratelimit import check_rate_limit
-from apps.runtime.tools.exec import _resolve_cwd
 from apps.secure_cli.execution import routes_credentialed
 from apps.tenants.actors import Actor
 from apps.tenants.selectors import setting_secrets_for_call
 from apps.toolkit import context as call_context
-from apps.toolkit import providers, runtime_settings, safeguard
+from apps.toolkit import providers, runtime_settings, safeguard, strap
 from apps.toolkit.context import CallContext
 from apps.toolkit.gateway import CallOutcome, CallRequest, Decided
 from apps.toolkit.processes import SAFE_PATH
 from apps.toolkit.registry import implementation
 from apps.toolkit.results import ToolResult
 from apps.toolkit.scrubber import Scrubber
-from apps.toolkit.workspace import PathError, resolve_path
+from apps.toolkit.workspace import PathError, resolve_cwd, resolve_path
 from apps.tools.catalog import CATALOG, canonical
 from apps.tools.correction import correction
 
@@ -521,7 +520,7 @@ def _approval(call: _Call) -> Verdict | None:
     # Allowlists and ask=always still apply to it.
     if call.policy.exec_security != "deny" and routes_credentialed(call.ctx, command):
         command = shlex.split(command)[0]
-    cwd = _resolve_cwd(call.ctx, call.args.get("cwd"))
+    cwd = resolve_cwd(call.ctx, call.args.get("cwd"))
     return approvals.check(
         call.policy,
         call.actor.tenant,

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from apps.messaging.selectors import call_tool_allow
+from apps.policy import listing
 from apps.policy.engine import CallScope
 from apps.tenants.models import Agent, Tenant
-from apps.tools import listing, presentation
+from apps.toolkit import presentation
 
 
 def agent_tool_definitions(

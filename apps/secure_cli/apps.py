@@ -7,5 +7,5 @@ class SecureCliConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Importing the module registers the credentialed_exec tool (apps/runtime/registry.py).
-        from apps.secure_cli import tool  # noqa: F401
+        # Importing the app's agent tools registers credentialed_exec (apps/toolkit/registry.py).
+        from apps.secure_cli import agent_tools  # noqa: F401

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING
 
 import regex
 
-from apps.runtime.tools import exec as exec_tool
 from apps.sandbox.placement import UNAVAILABLE
 from apps.secure_cli import lookup
 from apps.secure_cli.lookup import LookupUnavailable, ResolvedCLI
@@ -382,6 +381,6 @@ def run_credentialed(
     except OSError as error:
         trace.add("run", "failed", error.strerror or type(error).__name__)
         return ToolResult.error(f"could not start {name}: {error.strerror or error}.", credentialed=name)
-    text = exec_tool.format_outcome(outcome, timeout, timeout_hint=TIMEOUT_HINT)
+    text = processes.format_outcome(outcome, timeout, timeout_hint=TIMEOUT_HINT)
     trace.add("run", "timed out" if outcome.timed_out else "finished", f"exit code {outcome.exit_code}")
-    return exec_tool.outcome_result(ctx, outcome, text, cwd, **place.data(outcome), credentialed=name)
+    return processes.outcome_result(ctx, outcome, text, cwd, **place.data(outcome), credentialed=name)

@@ -7,6 +7,6 @@ class SessionsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Importing the tool module registers sessions_list, sessions_history, sessions_send and
-        # session_status (apps/runtime/registry.py).
-        from apps.sessions import tools  # noqa: F401
+        # Importing the app's agent tools registers sessions_list, sessions_history, sessions_send and
+        # session_status (apps/toolkit/registry.py).
+        from apps.sessions import agent_tools  # noqa: F401

@@ -66,6 +66,11 @@ def children(*, tenant: Tenant, session: Session) -> QuerySet[Session]:
     return Session.objects.for_tenant(tenant).select_related("agent").filter(parent=session)
 
 
+def session_by_key(*, tenant: Tenant, agent: Agent, key: str) -> Session | None:
+    """The agent's session with this key (its parent loaded), or None."""
+    return Session.objects.for_tenant(tenant).select_related("parent").filter(agent=agent, key=key).first()
+
+
 def messages(*, session: Session, after: int = 0, limit: int | None = None) -> list[SessionMessage]:
     """``session``'s messages after ``seq`` ``after``, in order; with ``limit``, the first ``limit``."""
     rows = (

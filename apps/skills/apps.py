@@ -7,6 +7,6 @@ class SkillsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Importing the tool module registers skill_search, use_skill and publish_skill
+        # Importing the app's agent tools registers skill_search, use_skill and publish_skill
         # (apps/toolkit/registry.py).
-        from apps.skills import tools  # noqa: F401
+        from apps.skills import agent_tools  # noqa: F401

@@ -3,7 +3,7 @@ search (SPEC B §2.4); and, for the REST API and the dashboard, the teams a user
 their members, user grants, escalations and task events (the lists across teams narrowed to the tenant).
 
 Every read is narrowed to one tenant and one team. The filters are explicit arguments: the tool decides
-from its call context which chat and which user a caller sees (see ``apps.teams.tools``); the REST API
+from its call context which chat and which user a caller sees (see ``apps.teams.agent_tools``); the REST API
 passes what a human asked for.
 
 Status filters (``status``):
@@ -72,6 +72,40 @@ def team_for_agent(*, tenant: Tenant, agent: Agent) -> Team | None:
         .first()
     )
     return membership.team if membership is not None else None
+
+
+def team_with_lead(*, tenant: Tenant, team_id: uuid.UUID) -> Team:
+    """The team, with its tenant and lead loaded."""
+    return Team.objects.for_tenant(tenant).select_related("tenant", "lead").get(pk=team_id)
+
+
+def member_by_key(*, team: Team, key: str) -> TeamMember | None:
+    """The team's membership of the agent with this key (its agent loaded), or None."""
+    return (
+        TeamMember.objects.for_tenant(team.tenant)
+        .filter(team_id=team.pk, agent__key=key)
+        .select_related("agent")
+        .first()
+    )
+
+
+def member_keys(*, team: Team, lead: bool) -> list[str]:
+    """The keys of the team's members, sorted; the lead's only when ``lead``."""
+    rows = TeamMember.objects.for_tenant(team.tenant).filter(team_id=team.pk)
+    if not lead:
+        rows = rows.exclude(agent_id=team.lead_id)
+    return list(rows.order_by("agent__key").values_list("agent__key", flat=True))
+
+
+def members_besides_lead(*, team: Team) -> QuerySet[TeamMember]:
+    """The team's memberships other than the lead's, with their agents, by agent key."""
+    return (
+        TeamMember.objects.for_tenant(team.tenant)
+        .filter(team_id=team.pk)
+        .exclude(agent_id=team.lead_id)
+        .select_related("agent")
+        .order_by("agent__key")
+    )
 
 
 def _board(team: Team) -> QuerySet[Task]:

@@ -267,6 +267,14 @@ def _dispatch_if_runnable(
 
 
 @transaction.atomic
+def task_remember_original_blockers(*, team: Team, task: Task, blocked_by: list[str]) -> None:
+    """Add ``blocked_by`` to the blockers the task's metadata keeps as first given (each once, in order)."""
+    original = [*task.metadata.get("original_blocked_by", []), *blocked_by]
+    Task.objects.for_tenant(team.tenant).filter(pk=task.pk).update(
+        metadata={**task.metadata, "original_blocked_by": list(dict.fromkeys(original))}
+    )
+
+
 def task_create(*, actor: Actor, team: Team, owner: Agent | None = None, **fields: Any) -> Task:
     """A task created by a human; one with an owner is dispatched to it at once when it can start."""
     who = human_actor(actor)

@@ -3,7 +3,9 @@ kept up to 1 MiB, the whole group killed at the timeout or when leftovers outliv
 environment a program gets, built from nothing (seed 003 ``sanitizedEnv()``).
 
 The jail (:mod:`apps.toolkit.jail`) and the host both run through :func:`run_process`; the exec tool
-(``apps.runtime.tools.exec``) checks a command before it gets here."""
+(``apps.runtime.tools.exec``) checks a command before it gets here. :func:`format_outcome` and
+:func:`outcome_result` turn a finished command into what a model reads, for the exec tool and for
+credentialed exec (``apps.secure_cli.execution``) alike."""
 
 from __future__ import annotations
 
@@ -16,12 +18,19 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
+
+from apps.toolkit.results import ToolResult
+from apps.toolkit.workspace import relative_to_workspace
+
+if TYPE_CHECKING:
+    from apps.toolkit.context import CallContext
 
 SHELL = "/bin/sh"
 DEFAULT_TIMEOUT_SECONDS = 60
 MAX_TIMEOUT_SECONDS = 300
 KILL_GRACE_SECONDS = 3.0
+TIMEOUT_HINT = "run shorter steps, or pass a larger timeout (at most 300)"
 OUTPUT_CAP_BYTES = 1024 * 1024  # per stream (SPEC B §5.3: "[output truncated at 1MB]")
 _READ_CHUNK = 64 * 1024
 # After the shell exits, background children may still hold the pipes open; wait this long for them
@@ -239,3 +248,42 @@ def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
         timed_out=timed_out,
         seconds=time.monotonic() - started,
     )
+
+
+def format_outcome(outcome: RunOutcome, timeout: int, *, timeout_hint: str = TIMEOUT_HINT) -> str:
+    """The text a model reads: stdout, stderr, truncation notes, and the exit code or the timeout."""
+    parts: list[str] = []
+    stdout, stderr = outcome.stdout.text(), outcome.stderr.text()
+    if stdout:
+        parts.append(stdout.rstrip("\n"))
+    if outcome.stdout.truncated:
+        parts.append("[output truncated at 1MB]")
+    if stderr:
+        parts.append("STDERR:\n" + stderr.rstrip("\n"))
+    if outcome.stderr.truncated:
+        parts.append("[stderr truncated at 1MB]")
+    if outcome.timed_out:
+        parts.append(
+            f"[command timed out after {timeout}s and was killed with all its processes; {timeout_hint}]"
+        )
+    else:
+        parts.append(f"[exit code: {outcome.exit_code}]")
+    return "\n".join(parts) if parts else "(no output)"
+
+
+def outcome_result(ctx: CallContext, outcome: RunOutcome, text: str, cwd: Path, **extra: Any) -> ToolResult:
+    """The tool's result for a command that ran: ``text`` for the model, the exit code, the timeout and
+    truncation flags, the working directory and the duration as data (with ``extra``); an error when
+    it timed out or exited non-zero."""
+    data: dict[str, Any] = {
+        **extra,
+        "exit_code": outcome.exit_code,
+        "timed_out": outcome.timed_out,
+        "stdout_truncated": outcome.stdout.truncated,
+        "stderr_truncated": outcome.stderr.truncated,
+        "cwd": relative_to_workspace(cwd, ctx.workspace),
+        "duration_ms": round(outcome.seconds * 1000),
+    }
+    if outcome.timed_out or outcome.exit_code != 0:
+        return ToolResult.error(text, **data)
+    return ToolResult.ok(text, **data)

@@ -15,6 +15,11 @@ sensitive paths (seed 003) and PathDenyable prefixes. It checks a path *before* 
 helpers then open the checked path component by component with ``O_NOFOLLOW``, so a symlink swapped in
 between check and use (an agent with ``exec`` can create one at any time) is refused instead of
 followed.
+
+The file tools share what sits on top of it: the built-in denied prefixes per tool
+(:data:`DEFAULT_DENIED_PREFIXES`), the extensions ``read_file`` refuses (:data:`BINARY_EXTENSIONS`), the
+atomic replacement of a file (:func:`write_atomically`) and a command's working directory
+(:func:`resolve_cwd`).
 """
 
 from __future__ import annotations
@@ -24,16 +29,18 @@ import errno
 import hashlib
 import os
 import re
+import secrets
 import stat
 import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 if TYPE_CHECKING:
     from apps.tenants.models import Agent, Tenant
+    from apps.toolkit.context import CallContext
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -90,6 +97,32 @@ _INVISIBLE = frozenset(
 )
 
 _HINT = "Use a path relative to your workspace, e.g. 'notes/todo.md'."
+
+# SPEC B §8: read_file rejects these extensions outright.
+BINARY_EXTENSIONS = frozenset(
+    {
+        *("jpg", "jpeg", "png", "gif", "webp", "bmp", "ico", "tiff", "tif"),
+        *("mp3", "wav", "ogg", "flac", "aac", "m4a", "mp4", "avi", "mov", "mkv", "webm"),
+        *("zip", "tar", "gz", "bz2", "7z", "rar", "pdf", "docx", "xlsx", "pptx", "exe", "dll", "so", "dylib"),
+    }
+)
+
+# PathDenyable (SPEC B §8): upstream's lists without GoClaw's own files (config.json, goclaw.db: Toolgate
+# keeps no state in workspaces), plus `.git/` at every depth (`**/.git/`: `sub/.git/config` too) for the
+# tools that change or enumerate files: an agent rewriting .git/hooks or .git/config, or planting a
+# repository in a sub-directory, gets code run by the next git command there. read_file keeps `.media/`
+# and `.uploads/` readable, as upstream. search and glob read what read_file reads, so they share its
+# list. A tenant's or agent's `denied_prefixes` setting adds to these, never removes from them.
+_WRITE_DENIED = ("**/.git/", "memory/", ".media/", ".uploads/", "delegate/")
+_READ_DENIED = ("memory/",)
+DEFAULT_DENIED_PREFIXES: dict[str, tuple[str, ...]] = {
+    "read_file": _READ_DENIED,
+    "search": _READ_DENIED,
+    "glob": _READ_DENIED,
+    "write_file": _WRITE_DENIED,
+    "edit": _WRITE_DENIED,
+    "list_files": _WRITE_DENIED,
+}
 
 
 class PathError(Exception):
@@ -436,3 +469,59 @@ def check_open_file(fd: int) -> os.stat_result:
             f"access denied: hardlinked file (link count {info.st_nlink}); tools refuse hardlinks."
         )
     return info
+
+
+def write_atomically(resolved: Path, workspace: Path, data: bytes) -> None:
+    """Replace a file through a temporary sibling and ``rename``: readers never see half a file, and the
+    rename replaces the directory entry itself, so it cannot write through a symlink or a hardlink
+    planted after the check."""
+    dir_fd, name = open_parent(resolved, workspace=workspace, create=True)
+    temporary = f".toolgate-{secrets.token_hex(8)}.tmp"
+    try:
+        mode = FILE_MODE
+        try:
+            existing = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+        else:
+            if stat.S_ISLNK(existing.st_mode):
+                raise PathError("access denied: path contains mutable symlink component.")
+            if stat.S_ISDIR(existing.st_mode):
+                raise IsADirectoryError(name)
+            if not stat.S_ISREG(existing.st_mode) or existing.st_nlink > 1:
+                raise PathError("access denied: not a regular, singly-linked file.")
+            mode = stat.S_IMODE(existing.st_mode)  # keep an executable script executable
+        fd = os.open(
+            temporary,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            mode,
+            dir_fd=dir_fd,
+        )
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=dir_fd)
+            raise
+    finally:
+        os.close(dir_fd)
+
+
+def resolve_cwd(ctx: CallContext, requested: Any) -> Path | str:
+    """The working directory (a resolved Path inside the workspace) or an error message."""
+    if requested is None or requested == "":
+        try:
+            return real_workspace(ctx.workspace)
+        except PathError as error:
+            return str(error)
+    if not isinstance(requested, str):
+        return "cwd must be a string: a directory relative to the workspace."
+    try:
+        resolved = resolve_path(requested, workspace=ctx.workspace)
+    except PathError as error:
+        return f"cwd refused: {error}"
+    if not resolved.is_dir():
+        return f"cwd refused: {requested!r} is not an existing directory in the workspace."
+    return resolved

@@ -51,7 +51,7 @@ def _b(description: str) -> dict[str, Any]:
     return {"type": "boolean", "description": description}
 
 
-# The actions of the team tools (their schemas, the tools in apps.teams.tools and their STRAP form).
+# The actions of the team tools (their schemas, the tools in apps.teams.agent_tools and their STRAP form).
 TEAM_TASK_ACTIONS = (
     "create",
     "list",

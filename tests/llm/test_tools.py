@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from apps.audit.models import AuditEvent, ToolCall
-from apps.llm import services, tools
+from apps.llm import agent_tools, services
 from apps.llm.models import Provider
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
@@ -152,7 +152,7 @@ def test_create_video_still_rendering_gives_the_id_and_a_later_call_saves_it(
     from apps.llm import client
 
     monkeypatch.setattr(client, "VIDEO_POLL_SECONDS", 0.01)
-    monkeypatch.setattr(tools, "VIDEO_WAIT_SECONDS", 0.0)
+    monkeypatch.setattr(agent_tools, "VIDEO_WAIT_SECONDS", 0.0)
     fake.video_polls_before_done = 1
     make_provider(tenant_a)
     body = call(member_a, "create_video", {"prompt": "waves"})
@@ -163,7 +163,7 @@ def test_create_video_still_rendering_gives_the_id_and_a_later_call_saves_it(
     assert f'video_id="{VIDEO_ID}"' in body["for_llm"]
     assert not (workspace(tenant_a, agent) / "media").exists()
 
-    monkeypatch.setattr(tools, "VIDEO_WAIT_SECONDS", 5.0)
+    monkeypatch.setattr(agent_tools, "VIDEO_WAIT_SECONDS", 5.0)
     later = call(member_a, "create_video", {"video_id": VIDEO_ID, "path": "clips/waves.mp4"})
     assert later["is_error"] is False, later
     assert (workspace(tenant_a, agent) / "clips/waves.mp4").read_bytes() == MP4
@@ -247,7 +247,7 @@ def test_read_image_refuses_paths_outside_the_workspace_and_other_files(
 def test_a_too_big_file_is_refused_before_anything_is_sent(
     member_a, agent, tenant_a, fake, make_provider, monkeypatch
 ):
-    monkeypatch.setattr(tools, "MAX_IMAGE_INPUT_BYTES", 100)
+    monkeypatch.setattr(agent_tools, "MAX_IMAGE_INPUT_BYTES", 100)
     make_provider(tenant_a)
     (workspace(tenant_a, agent) / "big.png").write_bytes(PNG + b"x" * 200)
     body = call(member_a, "read_image", {"path": "big.png"})

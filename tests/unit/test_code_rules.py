@@ -22,8 +22,8 @@ APPS = ROOT / "apps"
 IN_FUNCTION_IMPORTS = frozenset(
     {
         "apps/dashboard/health.py -> apps.toolkit",
-        "apps/llm/tools.py -> apps.teams",
-        "apps/llm/tools.py -> apps.teams.selectors",
+        "apps/llm/agent_tools.py -> apps.teams",
+        "apps/llm/agent_tools.py -> apps.teams.selectors",
         "apps/mcp_grants/client.py -> apps.realtime",
         "apps/mcp_grants/client.py -> apps.tenants.services",
         "apps/mcp_grants/client.py -> apps.toolkit.workspace",
@@ -42,17 +42,12 @@ IN_FUNCTION_IMPORTS = frozenset(
         "apps/runs/teamwork.py -> apps.teams",
         "apps/runtime/api/views.py -> apps.secure_cli.selectors",
         "apps/runtime/ratelimit.py -> apps.policy.models",
-        "apps/runtime/tools/exec.py -> apps.secure_cli",
         "apps/secure_cli/services.py -> apps.toolkit.workspace",
         "apps/tenants/validators.py -> apps.toolkit.runtime_settings",
-        "apps/tools/listing.py -> apps.toolkit",
     }
 )
 # ``.objects.`` per view, API and agent-tool module today.
-OBJECTS_IN_SURFACE = {
-    "apps/sessions/tools.py": 1,
-    "apps/teams/tools.py": 5,
-}
+OBJECTS_IN_SURFACE: dict[str, int] = {}
 
 
 def _modules(node: ast.Import | ast.ImportFrom) -> list[str]:

@@ -11,7 +11,7 @@ from django.shortcuts import render
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.tenants.roles import Role
-from apps.tools.api.views import catalog_document
+from apps.toolkit.presentation import catalog_document
 from apps.tools.catalog import COMPOSITE_GROUP, profile_tools
 
 OTHER_GROUP = "other"

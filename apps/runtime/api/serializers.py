@@ -5,7 +5,7 @@ from rest_framework import serializers
 from apps.runtime.caller import ORIGINS
 from apps.tenants.api.base import StrictSerializer
 from apps.toolkit.call_scope import CallScopeQueryInput
-from apps.tools.presentation import FORMATS, STYLES
+from apps.toolkit.presentation import FORMATS, STYLES
 
 
 class CallContextInput(StrictSerializer):

@@ -18,9 +18,8 @@ from apps.runtime.selectors import agent_tool_definitions
 from apps.tenants.access import runtime_agent
 from apps.tenants.api.base import TenantViewMixin
 from apps.tenants.roles import Role
-from apps.toolkit import gateway
+from apps.toolkit import gateway, presentation
 from apps.toolkit.call_scope import CALL_SCOPE_PARAMETERS, CallScopeQueryInput
-from apps.tools import presentation
 
 # What an omitted "context" means (the defaults of CallContextInput).
 DEFAULT_CONTEXT: dict[str, Any] = {
@@ -180,3 +179,11 @@ class AgentToolsView(TenantViewMixin, APIView):
                 "guidance": guidance,
             }
         )
+
+
+class CatalogView(TenantViewMixin, APIView):
+    """Every built-in tool with its group, schema, capability and availability; groups, profiles, aliases."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        return Response(presentation.catalog_document())

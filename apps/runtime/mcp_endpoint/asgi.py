@@ -55,7 +55,7 @@ from apps.tenants.access import runtime_agent
 from apps.tenants.authentication import ApiKeyAuthentication
 from apps.tenants.errors import ErrorCode, Forbidden
 from apps.toolkit.call_scope import CallScopeQueryInput
-from apps.tools.presentation import STYLES
+from apps.toolkit.presentation import STYLES
 
 logger = logging.getLogger("toolgate.request")
 

@@ -29,8 +29,7 @@ from apps.runtime.selectors import agent_tool_definitions
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
 from apps.tenants.roles import Role
-from apps.toolkit import gateway
-from apps.tools import presentation
+from apps.toolkit import gateway, presentation
 
 CALLER_KEY = "toolgate.mcp_caller"
 # The origin of every call made over MCP: the key's own (``user`` unless an owner restricted the key), as

@@ -37,23 +37,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apps.sandbox.placement import UNAVAILABLE, placement_for
+from apps.secure_cli import execution
 from apps.toolkit import safeguard, shell_deny, shell_parse
 from apps.toolkit.context import CallContext
 from apps.toolkit.processes import (
     DEFAULT_TIMEOUT_SECONDS,
     MAX_TIMEOUT_SECONDS,
     SHELL,
+    TIMEOUT_HINT,
     RunOutcome,
+    format_outcome,
     minimal_env,
+    outcome_result,
 )
 from apps.toolkit.registry import tool
 from apps.toolkit.results import ToolResult
-from apps.toolkit.workspace import PathError, real_workspace, relative_to_workspace, resolve_path
+from apps.toolkit.workspace import real_workspace, resolve_cwd
 
 if TYPE_CHECKING:
     from apps.sandbox.placement import Placement
 
-TIMEOUT_HINT = "run shorter steps, or pass a larger timeout (at most 300)"
 SANDBOX_TIMEOUT_HINT = "run shorter steps, or pass a larger timeout (at most the sandbox's limit)"
 KILLED_EXIT_CODE = 128 + 9  # sh's status for a child killed by SIGKILL
 # The one deny group an exec approval can lift (SPEC B §6.2: package installs go to approval).
@@ -76,45 +79,6 @@ def effective_timeout(
     return default
 
 
-def _resolve_cwd(ctx: CallContext, requested: Any) -> Path | str:
-    """The working directory (a resolved Path inside the workspace) or an error message."""
-    if requested is None or requested == "":
-        try:
-            return real_workspace(ctx.workspace)
-        except PathError as error:
-            return str(error)
-    if not isinstance(requested, str):
-        return "cwd must be a string: a directory relative to the workspace."
-    try:
-        resolved = resolve_path(requested, workspace=ctx.workspace)
-    except PathError as error:
-        return f"cwd refused: {error}"
-    if not resolved.is_dir():
-        return f"cwd refused: {requested!r} is not an existing directory in the workspace."
-    return resolved
-
-
-def format_outcome(outcome: RunOutcome, timeout: int, *, timeout_hint: str = TIMEOUT_HINT) -> str:
-    """The text a model reads: stdout, stderr, truncation notes, and the exit code or the timeout."""
-    parts: list[str] = []
-    stdout, stderr = outcome.stdout.text(), outcome.stderr.text()
-    if stdout:
-        parts.append(stdout.rstrip("\n"))
-    if outcome.stdout.truncated:
-        parts.append("[output truncated at 1MB]")
-    if stderr:
-        parts.append("STDERR:\n" + stderr.rstrip("\n"))
-    if outcome.stderr.truncated:
-        parts.append("[stderr truncated at 1MB]")
-    if outcome.timed_out:
-        parts.append(
-            f"[command timed out after {timeout}s and was killed with all its processes; {timeout_hint}]"
-        )
-    else:
-        parts.append(f"[exit code: {outcome.exit_code}]")
-    return "\n".join(parts) if parts else "(no output)"
-
-
 @tool("exec")
 def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     """Run ``args["command"]`` in the workspace after the safeguard and the deny groups."""
@@ -127,14 +91,13 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
         return ToolResult.error(f"{error}; send the command as plain text.")
     settings = ctx.settings_for("exec")
 
-    cwd = _resolve_cwd(ctx, args.get("cwd"))
+    cwd = resolve_cwd(ctx, args.get("cwd"))
     if isinstance(cwd, str):
         return ToolResult.error(cwd)
     workspace = real_workspace(ctx.workspace)
 
     # 0. Credentialed routing first: a registered CLI this agent reaches runs without a shell, with its
     # credentials (apps.secure_cli.execution); the same lookup gives the gate's verdict for the shell.
-    from apps.secure_cli import execution
 
     place = placement_for(ctx)  # the jail (default), the call's container, or the host where allowed
     plan = execution.plan(ctx, normalised)
@@ -182,24 +145,6 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     if note:
         text = f"{text}\n{note}"
     return outcome_result(ctx, outcome, text, cwd, **place.data(outcome))
-
-
-def outcome_result(ctx: CallContext, outcome: RunOutcome, text: str, cwd: Path, **extra: Any) -> ToolResult:
-    """The tool's result for a command that ran: ``text`` for the model, the exit code, the timeout and
-    truncation flags, the working directory and the duration as data (with ``extra``); an error when
-    it timed out or exited non-zero."""
-    data: dict[str, Any] = {
-        **extra,
-        "exit_code": outcome.exit_code,
-        "timed_out": outcome.timed_out,
-        "stdout_truncated": outcome.stdout.truncated,
-        "stderr_truncated": outcome.stderr.truncated,
-        "cwd": relative_to_workspace(cwd, ctx.workspace),
-        "duration_ms": round(outcome.seconds * 1000),
-    }
-    if outcome.timed_out or outcome.exit_code != 0:
-        return ToolResult.error(text, **data)
-    return ToolResult.ok(text, **data)
 
 
 def run_notes(outcome: RunOutcome, place: Placement) -> str:

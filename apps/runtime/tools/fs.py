@@ -9,12 +9,10 @@ host path.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import io
 import os
 import re
-import secrets
 import stat
 import time
 from collections.abc import Iterator, Sequence
@@ -29,6 +27,8 @@ from apps.toolkit.context import CallContext
 from apps.toolkit.registry import ToolFunction, tool
 from apps.toolkit.results import ToolResult
 from apps.toolkit.workspace import (
+    BINARY_EXTENSIONS,
+    DEFAULT_DENIED_PREFIXES,
     FILE_MODE,
     PathError,
     check_open_file,
@@ -38,6 +38,7 @@ from apps.toolkit.workspace import (
     open_read,
     real_workspace,
     resolve_path,
+    write_atomically,
 )
 
 # --- limits (seed 003 `file` tool, plus Toolgate's caps) -----------------------------------------------
@@ -56,33 +57,8 @@ SEARCH_TIMEOUT_SECONDS = 10.0
 SEARCH_MAX_LINE_CHARS = 500  # of a matching line in the output
 GLOB_DEFAULT_LIMIT = 1000
 
-# SPEC B §8: read_file rejects these extensions outright.
-BINARY_EXTENSIONS = frozenset(
-    {
-        *("jpg", "jpeg", "png", "gif", "webp", "bmp", "ico", "tiff", "tif"),
-        *("mp3", "wav", "ogg", "flac", "aac", "m4a", "mp4", "avi", "mov", "mkv", "webm"),
-        *("zip", "tar", "gz", "bz2", "7z", "rar", "pdf", "docx", "xlsx", "pptx", "exe", "dll", "so", "dylib"),
-    }
-)
 # Directories glob and search never descend into (seed 003: dot-dirs, node_modules, vendor, __pycache__).
 JUNK_DIRS = frozenset({"node_modules", "vendor", "__pycache__"})
-
-# PathDenyable (SPEC B §8): upstream's lists without GoClaw's own files (config.json, goclaw.db: Toolgate
-# keeps no state in workspaces), plus `.git/` at every depth (`**/.git/`: `sub/.git/config` too) for the
-# tools that change or enumerate files: an agent rewriting .git/hooks or .git/config, or planting a
-# repository in a sub-directory, gets code run by the next git command there. read_file keeps `.media/`
-# and `.uploads/` readable, as upstream. search and glob read what read_file reads, so they share its
-# list. A tenant's or agent's `denied_prefixes` setting adds to these, never removes from them.
-_WRITE_DENIED = ("**/.git/", "memory/", ".media/", ".uploads/", "delegate/")
-_READ_DENIED = ("memory/",)
-DEFAULT_DENIED_PREFIXES: dict[str, tuple[str, ...]] = {
-    "read_file": _READ_DENIED,
-    "search": _READ_DENIED,
-    "glob": _READ_DENIED,
-    "write_file": _WRITE_DENIED,
-    "edit": _WRITE_DENIED,
-    "list_files": _WRITE_DENIED,
-}
 
 
 class _ArgError(Exception):
@@ -163,44 +139,6 @@ def _not_found(shown: str) -> ToolResult:
 
 def _is_binary_name(name: str) -> bool:
     return name.rsplit(".", 1)[-1].lower() in BINARY_EXTENSIONS if "." in name else False
-
-
-def _write_atomically(resolved: Path, workspace: Path, data: bytes) -> None:
-    """Replace a file through a temporary sibling and ``rename``: readers never see half a file, and the
-    rename replaces the directory entry itself, so it cannot write through a symlink or a hardlink
-    planted after the check."""
-    dir_fd, name = open_parent(resolved, workspace=workspace, create=True)
-    temporary = f".toolgate-{secrets.token_hex(8)}.tmp"
-    try:
-        mode = FILE_MODE
-        try:
-            existing = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            pass
-        else:
-            if stat.S_ISLNK(existing.st_mode):
-                raise PathError("access denied: path contains mutable symlink component.")
-            if stat.S_ISDIR(existing.st_mode):
-                raise IsADirectoryError(name)
-            if not stat.S_ISREG(existing.st_mode) or existing.st_nlink > 1:
-                raise PathError("access denied: not a regular, singly-linked file.")
-            mode = stat.S_IMODE(existing.st_mode)  # keep an executable script executable
-        fd = os.open(
-            temporary,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            mode,
-            dir_fd=dir_fd,
-        )
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=dir_fd)
-            raise
-    finally:
-        os.close(dir_fd)
 
 
 def _guard(function: ToolFunction) -> ToolFunction:
@@ -362,7 +300,7 @@ def write_file(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
             return ToolResult.ok(
                 f"Appended {len(data)} bytes to {shown} (now {total} bytes).", path=shown, bytes=total
             )
-        _write_atomically(target, ctx.workspace, data)
+        write_atomically(target, ctx.workspace, data)
     except IsADirectoryError:
         return ToolResult.error(f"{shown} is a directory; give a file path such as {shown}/notes.md.")
     except NotADirectoryError:
@@ -455,7 +393,7 @@ def edit(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     replaced = _replace(text, old, new, replace_all, shown)
     if isinstance(replaced, ToolResult):
         return replaced
-    _write_atomically(target, ctx.workspace, replaced[0].encode("utf-8", errors="surrogatepass"))
+    write_atomically(target, ctx.workspace, replaced[0].encode("utf-8", errors="surrogatepass"))
     return replaced[1]
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from apps.runtime.tools.exec import _resolve_cwd
 from apps.sandbox.placement import placement_for
 from apps.secure_cli import execution
 from apps.secure_cli.lookup import normalize_name
 from apps.toolkit.context import CallContext
 from apps.toolkit.registry import tool
 from apps.toolkit.results import ToolResult
+from apps.toolkit.workspace import resolve_cwd
 
 MAX_ARGS = 200
 MAX_ARG_CHARS = 8_192
@@ -40,7 +40,7 @@ def credentialed_exec(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
             return ToolResult.error(
                 f"every argument is a string of at most {MAX_ARG_CHARS} characters, without NUL."
             )
-    cwd = _resolve_cwd(ctx, args.get("cwd"))
+    cwd = resolve_cwd(ctx, args.get("cwd"))
     if isinstance(cwd, str):
         return ToolResult.error(cwd)
     command = shlex.join([binary, *argv])

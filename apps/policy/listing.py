@@ -15,7 +15,7 @@ from typing import Any
 from apps.policy import engine
 from apps.policy.engine import CallScope
 from apps.tenants.models import Agent, Tenant
-from apps.tools import presentation
+from apps.toolkit import presentation, providers
 from apps.tools.catalog import CATALOG
 
 
@@ -31,8 +31,6 @@ def definitions(
 ) -> list[dict[str, Any]]:
     """``{"name", "description", "parameters"}`` per tool ``agent`` may use in ``scope`` (and
     ``session_key``, whose MCP search may have activated deferred tools)."""
-    from apps.toolkit import providers
-
     allowed = engine.resolve(tenant, agent, scope).allowed(tool_allow)
     builtin = [name for name in allowed if name in CATALOG]
     names = builtin if include_unavailable else presentation.runnable(builtin)

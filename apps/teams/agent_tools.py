@@ -20,9 +20,9 @@ from typing import Any
 
 from django.db import transaction
 
-from apps.teams import board, dispatch, mailbox, selectors, team_settings
+from apps.teams import board, dispatch, mailbox, selectors, services, team_settings
 from apps.teams.board import BoardActor, BoardError
-from apps.teams.models import Task, TaskComment, Team, TeamMember
+from apps.teams.models import Task, TaskComment, Team
 from apps.teams.selectors import SelectorError
 from apps.tenants.models import Agent
 from apps.toolkit.context import CallContext
@@ -91,22 +91,14 @@ class TeamCall:
         return task
 
     def member(self, key: str) -> Agent:
-        membership = (
-            TeamMember.objects.for_tenant(self.team.tenant)
-            .filter(team_id=self.team.pk, agent__key=key)
-            .select_related("agent")
-            .first()
-        )
+        membership = selectors.member_by_key(team=self.team, key=key)
         if membership is None:
             names = ", ".join(self.member_keys(lead=False)) or "none"
             raise Refused(f"{key[:64]!r} is not a member of team {self.team.name} (members: {names})")
         return membership.agent
 
     def member_keys(self, *, lead: bool) -> list[str]:
-        rows = TeamMember.objects.for_tenant(self.team.tenant).filter(team_id=self.team.pk)
-        if not lead:
-            rows = rows.exclude(agent_id=self.team.lead_id)
-        return list(rows.order_by("agent__key").values_list("agent__key", flat=True))
+        return selectors.member_keys(team=self.team, lead=lead)
 
     def owns(self, task: Task) -> bool:
         return task.owner_id == self.agent.pk
@@ -120,7 +112,7 @@ def _team_of(ctx: CallContext) -> Team | None:
     team = selectors.team_for_agent(tenant=ctx.tenant, agent=ctx.agent)
     if team is None:
         return None
-    return Team.objects.for_tenant(ctx.tenant).select_related("tenant", "lead").get(pk=team.pk)
+    return selectors.team_with_lead(tenant=ctx.tenant, team_id=team.pk)
 
 
 def _json(value: Any) -> str:
@@ -190,13 +182,7 @@ def _task_row(task: Task, blockers: dict[uuid.UUID, Task]) -> dict[str, Any]:
 
 
 def _creation_guide(call: TeamCall) -> str:
-    members = (
-        TeamMember.objects.for_tenant(call.team.tenant)
-        .filter(team_id=call.team.pk)
-        .exclude(agent_id=call.team.lead_id)
-        .select_related("agent")
-        .order_by("agent__key")
-    )
+    members = selectors.members_besides_lead(team=call.team)
     lines = ["[Task creation guide] Assign tasks to one of these members (never to yourself):"]
     for m in members:
         about = " ".join((m.agent.description or m.agent.name).split())
@@ -612,10 +598,7 @@ def _update(call: TeamCall) -> ToolResult:
         blocked_by=blocked_by,
     )
     if blocked_by:
-        original = [*task.metadata.get("original_blocked_by", []), *blocked_by]
-        Task.objects.for_tenant(call.team.tenant).filter(pk=task.pk).update(
-            metadata={**task.metadata, "original_blocked_by": list(dict.fromkeys(original))}
-        )
+        services.task_remember_original_blockers(team=call.team, task=task, blocked_by=blocked_by)
     changed = [
         name
         for name, value in (

@@ -15,7 +15,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from apps.runtime.tools.fs import BINARY_EXTENSIONS, DEFAULT_DENIED_PREFIXES
 from apps.skills import loading, parsing, search, selectors, services
 from apps.skills.models import MAX_CONTENT_CHARS, MAX_FILE_CHARS, MAX_FILES, SkillFile
 from apps.skills.services import SKILL_MD
@@ -24,6 +23,8 @@ from apps.toolkit.context import CallContext
 from apps.toolkit.registry import tool
 from apps.toolkit.results import ToolResult
 from apps.toolkit.workspace import (
+    BINARY_EXTENSIONS,
+    DEFAULT_DENIED_PREFIXES,
     PathError,
     check_open_file,
     is_hidden,

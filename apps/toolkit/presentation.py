@@ -1,13 +1,14 @@
-"""Tool definitions as model providers and MCP expect them, flat or as domain (STRAP) tools."""
+"""Tool definitions as model providers and MCP expect them, flat or as domain (STRAP) tools; and the
+catalog as ``GET /api/v1/tools/catalog/`` and the dashboard show it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from apps.runtime import strap
+from apps.toolkit import strap
 from apps.toolkit.registry import implemented
-from apps.tools.catalog import CATALOG
+from apps.tools.catalog import ALIASES, CATALOG, COMPOSITE_ALIASES, COMPOSITE_GROUP, GROUPS, PROFILES
 
 Format = Literal["openai", "anthropic", "mcp"]
 Style = Literal["flat", "strap"]
@@ -43,3 +44,30 @@ def render(definitions: list[dict[str, Any]], fmt: Format) -> list[dict[str, Any
         {"name": d["name"], "description": d["description"], "inputSchema": d["parameters"]}
         for d in definitions
     ]
+
+
+def catalog_document() -> dict[str, Any]:
+    """Every built-in tool with its group, schema, capability and availability here; the groups, the
+    group aliases, the profiles and the tool aliases."""
+    done = implemented()
+    return {
+        "tools": [
+            {
+                "name": spec.name,
+                "group": spec.group,
+                "description": spec.description,
+                "parameters": spec.parameters,
+                "capability": spec.capability,
+                "requires": list(spec.requires),
+                "available": spec.name in done,
+                "unavailable_reason": ""
+                if spec.name in done
+                else (spec.unavailable_reason or "not available"),
+            }
+            for spec in CATALOG.values()
+        ],
+        "groups": {name: list(members) for name, members in GROUPS.items()},
+        "group_aliases": {alias: COMPOSITE_GROUP for alias in COMPOSITE_ALIASES},
+        "profiles": {name: list(spec) for name, spec in PROFILES.items()},
+        "aliases": dict(ALIASES),
+    }

@@ -171,12 +171,7 @@ def session_status(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     """The current session: its key, user, size, tokens and times."""
     if not ctx.session_key:
         return ToolResult.error("this call has no session key, so there is no current session to describe.")
-    session = (
-        Session.objects.for_tenant(ctx.tenant)
-        .select_related("parent")
-        .filter(agent=ctx.agent, key=ctx.session_key)
-        .first()
-    )
+    session = selectors.session_by_key(tenant=ctx.tenant, agent=ctx.agent, key=ctx.session_key)
     if session is None:
         return ToolResult.ok(
             f"Session {ctx.session_key[:200]} of agent {ctx.agent.key} has no recorded history yet "
