@@ -5,3 +5,11 @@ class ToolkitConfig(AppConfig):
     name = "apps.toolkit"
     label = "toolkit"
     verbose_name = "Toolkit"
+
+    def ready(self) -> None:
+        from apps.tenants.validators import register_settings_check
+        from apps.toolkit import runtime_settings
+
+        # The runtime keys of a tenant's and an agent's settings (sandbox, per-tool settings) are the
+        # toolkit's: their check joins every validation of a settings document.
+        register_settings_check(runtime_settings.validate)

@@ -43,7 +43,6 @@ IN_FUNCTION_IMPORTS = frozenset(
         "apps/runtime/api/views.py -> apps.secure_cli.selectors",
         "apps/runtime/ratelimit.py -> apps.policy.models",
         "apps/secure_cli/services.py -> apps.toolkit.workspace",
-        "apps/tenants/validators.py -> apps.toolkit.runtime_settings",
     }
 )
 # ``.objects.`` per view, API and agent-tool module today.
