@@ -40,27 +40,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         embedded_db.stop()
 
 
-# Data migrations that register django-q2 schedules. A transactional test empties every table when it
-# ends, these rows included; tests about the schedules run the (idempotent) registrations again first.
-SCHEDULE_MIGRATIONS = (
-    "apps.tenants.migrations.0002_expire_api_keys_schedule",
-    "apps.policy.migrations.0003_expire_approvals_schedule",
-    "apps.teams.migrations.0002_team_ticker_schedule",
-    "apps.runtime.migrations.0003_sandbox_prune_schedule",
-    "apps.sandbox.migrations.0002_prune_schedule_func",
-    "apps.runs.migrations.0003_archive_schedule",
-)
-
-
 @pytest.fixture
 def registered_schedules(db: None) -> None:
-    """The schedules the migrations register, as a freshly migrated database has them."""
-    import importlib
+    """The recurring jobs as a freshly migrated database has them (``apps.toolkit.schedules``). A
+    transactional test empties every table when it ends, these rows included; tests about the schedules
+    apply the (idempotent) registry again first."""
+    from apps.toolkit import schedules
 
-    from django.apps import apps
-
-    for module in SCHEDULE_MIGRATIONS:
-        importlib.import_module(module).register_schedule(apps, None)
+    schedules.apply()
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from apps.tenants.models import ApiKey
 
 logger = logging.getLogger(__name__)
 
-# The django-q2 Schedule (registered by migration tenants 0002, its function moved here by accounts 0001)
-# runs the sweep every minute under this name.
+# The django-q2 Schedule (declared in AccountsConfig.schedules, applied by apps.toolkit.schedules) runs the
+# sweep every minute under this name.
 EXPIRE_API_KEYS_SCHEDULE = "tenants.expire_api_keys"
 
 

@@ -18,7 +18,8 @@ from apps.toolkit import gateway
 
 logger = logging.getLogger(__name__)
 
-# The django-q2 Schedule (registered by migration 0003) runs the sweep every minute under this name.
+# The django-q2 Schedule (declared in PolicyConfig.schedules, applied by apps.toolkit.schedules) runs the
+# sweep every minute under this name.
 EXPIRE_APPROVALS_SCHEDULE = "policy.expire_approvals"
 
 

@@ -6,6 +6,12 @@ class RunsConfig(AppConfig):
     label = "runs"
     default_auto_field = "django.db.models.BigAutoField"
 
+    def schedules(self) -> list[tuple[str, str, int]]:
+        """Recurring jobs (apps.toolkit.schedules): archiving ended subagents, every 10 minutes."""
+        from apps.runs import tasks
+
+        return [(tasks.ARCHIVE_SCHEDULE, "apps.runs.tasks.archive_subagents", 10)]
+
     def ready(self) -> None:
         # Importing the module registers the spawn tool (apps/runtime/registry.py).
         from apps.runs import cron_tool, subagents, teamwork  # noqa: F401

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from apps.runs import runner
 
+# The django-q2 Schedule (declared in RunsConfig.schedules, applied by apps.toolkit.schedules) runs the
+# archiving every 10 minutes under this name.
+ARCHIVE_SCHEDULE = "runs.archive_subagents"
+
 
 def execute_run(tenant_id: str, run_id: str) -> None:
     runner.execute(run_id, tenant_id)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from apps.sandbox import manager
 
-# The django-q2 Schedule registered by runtime migration 0003 (its task path brought here by sandbox
-# migration 0002) runs the pruning under this name.
+# The django-q2 Schedule (declared in SandboxConfig.schedules, applied by apps.toolkit.schedules) runs the
+# pruning under this name (the name it had when the sandbox was part of the runtime app).
 PRUNE_SCHEDULE = "runtime.sandbox_prune"
 
 

@@ -22,7 +22,8 @@ from apps.tenants.models import Tenant
 
 logger = logging.getLogger(__name__)
 
-# The django-q2 Schedule registered by migration 0002 runs the ticker under this name.
+# The django-q2 Schedule (declared in TeamsConfig.schedules, applied by apps.toolkit.schedules) runs the
+# ticker under this name.
 TICKER_SCHEDULE = "teams.tick"
 TICKER_FUNC = "apps.teams.tasks.tick"
 

@@ -8,7 +8,10 @@ class ToolkitConfig(AppConfig):
 
     def ready(self) -> None:
         from apps.tenants.validators import register_settings_check
-        from apps.toolkit import runtime_settings
+        from apps.toolkit import runtime_settings, schedules
+
+        # Every app's recurring jobs (its AppConfig.schedules()) are brought up to date after migrate.
+        schedules.connect()
 
         # The runtime keys of a tenant's and an agent's settings (sandbox, per-tool settings) are the
         # toolkit's: their check joins every validation of a settings document.

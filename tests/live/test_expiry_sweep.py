@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from datetime import timedelta
 
 import pytest
-from django.apps import apps as django_apps
 from django.utils import timezone
 from django_q.models import Schedule
 
@@ -14,6 +12,7 @@ from apps.accounts import services, tasks
 from apps.tenants.actors import Actor
 from apps.tenants.models import ApiKey, Tenant
 from apps.tenants.roles import Role
+from apps.toolkit import schedules
 
 pytestmark = pytest.mark.django_db
 
@@ -92,26 +91,24 @@ def test_sweep_leaves_other_tenants_untouched(tenant_a, tenant_b, outsider):
 
 
 def test_schedule_registration_is_idempotent():
-    migration = importlib.import_module("apps.tenants.migrations.0002_expire_api_keys_schedule")
     Schedule.objects.filter(name=tasks.EXPIRE_API_KEYS_SCHEDULE).delete()
     # A stale, hand-edited copy and a duplicate are both repaired.
     Schedule.objects.create(name=tasks.EXPIRE_API_KEYS_SCHEDULE, func="x.y", schedule_type=Schedule.DAILY)
     Schedule.objects.create(name=tasks.EXPIRE_API_KEYS_SCHEDULE, func="x.y", schedule_type=Schedule.DAILY)
 
-    migration.register_schedule(django_apps, None)
-    migration.register_schedule(django_apps, None)
+    schedules.apply()
+    schedules.apply()
 
-    schedules = list(Schedule.objects.filter(name=tasks.EXPIRE_API_KEYS_SCHEDULE))
-    assert len(schedules) == 1
-    assert schedules[0].func == "apps.tenants.tasks.expire_api_keys"
-    schedule = schedules[0]
+    found = list(Schedule.objects.filter(name=tasks.EXPIRE_API_KEYS_SCHEDULE))
+    assert len(found) == 1
+    assert found[0].func == "apps.accounts.tasks.expire_api_keys"
+    schedule = found[0]
     assert (schedule.schedule_type, schedule.minutes, schedule.repeats) == (Schedule.MINUTES, 1, -1)
 
 
 def test_schedule_follows_the_task_to_its_app():
-    """tenants 0002 registered the sweep under its first path; accounts 0001 points it at the task's
-    module now, and back when migrated backwards; another schedule is left alone."""
-    migration = importlib.import_module("apps.accounts.migrations.0001_expire_api_keys_task")
+    """A schedule registered under the task's first path (tenants) points at the task's module after the
+    registry is applied; another schedule with the same function is left alone."""
     Schedule.objects.filter(name=tasks.EXPIRE_API_KEYS_SCHEDULE).delete()
     Schedule.objects.create(
         name=tasks.EXPIRE_API_KEYS_SCHEDULE, func="apps.tenants.tasks.expire_api_keys", schedule_type="I"
@@ -120,13 +117,26 @@ def test_schedule_follows_the_task_to_its_app():
         name="other", func="apps.tenants.tasks.expire_api_keys", schedule_type="I"
     )
 
-    migration.forwards(django_apps, None)
+    schedules.apply()
     schedule = Schedule.objects.get(name=tasks.EXPIRE_API_KEYS_SCHEDULE)
     assert schedule.func == "apps.accounts.tasks.expire_api_keys"
     assert schedule.func == f"{tasks.__name__}.{tasks.expire_api_keys.__name__}"
     other.refresh_from_db()
     assert other.func == "apps.tenants.tasks.expire_api_keys"
 
-    migration.backwards(django_apps, None)
-    schedule.refresh_from_db()
-    assert schedule.func == "apps.tenants.tasks.expire_api_keys"
+
+def test_every_declared_schedule_runs_a_task_that_exists():
+    """Each app's recurring job names a function that imports, under a name no other job takes, and a
+    freshly migrated database has each exactly once."""
+    import importlib
+
+    declared = schedules.declared()
+    names = [item.name for item in declared]
+    assert len(names) == len(set(names)) >= 5
+    for item in declared:
+        module, _, function = item.func.rpartition(".")
+        assert callable(getattr(importlib.import_module(module), function)), item
+    schedules.apply()
+    for item in declared:
+        [row] = Schedule.objects.filter(name=item.name)
+        assert (row.func, row.minutes) == (item.func, item.minutes)

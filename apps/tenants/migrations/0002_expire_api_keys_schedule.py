@@ -1,32 +1,8 @@
-"""Register the every-minute django-q2 schedule of ``apps.tenants.tasks.expire_api_keys``.
-
-Idempotent: the schedule is found by name and brought up to date, so re-running the migration (or a
-schedule edited by hand in the admin) never leaves a duplicate behind.
-"""
+"""Once registered the django-q2 schedule of the API-key expiry sweep. Recurring jobs are now declared by their apps
+and applied after every migrate (``apps.toolkit.schedules``), which creates, corrects and de-duplicates
+them by name; this migration stays, empty, for the migration graph."""
 
 from django.db import migrations
-
-SCHEDULE_NAME = "tenants.expire_api_keys"
-FUNC = "apps.tenants.tasks.expire_api_keys"
-
-
-def register_schedule(apps, schema_editor):
-    Schedule = apps.get_model("django_q", "Schedule")
-    wanted = {"func": FUNC, "schedule_type": "I", "minutes": 1, "repeats": -1}  # "I": every N minutes
-    existing = list(Schedule.objects.filter(name=SCHEDULE_NAME).order_by("id"))
-    if not existing:
-        Schedule.objects.create(name=SCHEDULE_NAME, **wanted)
-        return
-    keep, *duplicates = existing
-    for field, value in wanted.items():
-        setattr(keep, field, value)
-    keep.save(update_fields=list(wanted))
-    for duplicate in duplicates:
-        duplicate.delete()
-
-
-def unregister_schedule(apps, schema_editor):
-    apps.get_model("django_q", "Schedule").objects.filter(name=SCHEDULE_NAME).delete()
 
 
 class Migration(migrations.Migration):
@@ -35,4 +11,4 @@ class Migration(migrations.Migration):
         ("django_q", "0019_alter_task_options_alter_ormq_key_alter_ormq_lock_and_more"),
     ]
 
-    operations = [migrations.RunPython(register_schedule, unregister_schedule)]
+    operations: list[migrations.operations.base.Operation] = []
