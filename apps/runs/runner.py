@@ -38,7 +38,6 @@ from apps.context_files.models import NAMES
 from apps.context_files.routing import BOOTSTRAP, HEARTBEAT, Place, route
 from apps.llm.client import ChatResult, ProviderError, client_for
 from apps.llm.selectors import ProviderUnavailable
-from apps.policy import listing
 from apps.policy.engine import CallScope
 from apps.runs import services
 from apps.runs.models import Run
@@ -143,11 +142,13 @@ def _paired(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return paired
 
 
-def _tools(run: Run) -> list[dict[str, Any]]:
-    definitions = listing.definitions(
-        tenant=run.tenant,
+def _tools(run: Run, actor: Actor) -> list[dict[str, Any]]:
+    """What the model is offered: the gateway's listing for the scope the run's calls have (its user,
+    provider and depth; the caller's origin)."""
+    definitions = gateway.tools(
+        actor=actor,
         agent=run.agent,
-        scope=CallScope(user_id=run.user_id, subagent_depth=run.depth),
+        scope=CallScope(provider=run.provider, user_id=run.user_id, subagent_depth=run.depth),
         session_key=run.session.key,
     )
     if context_selectors.bootstrap_pending(tenant=run.tenant, agent=run.agent, user_id=run.user_id) and (
@@ -329,7 +330,7 @@ def _turn(run: Run, actor: Actor, *, deadline: float) -> None:
             messages.append({"role": "user", "content": FINAL_ITERATION})
             _append(actor, run, SessionMessage.Role.USER, FINAL_ITERATION, name="system")
         else:
-            tools = _tools(run)
+            tools = _tools(run, actor)
         result = _ask(run, messages, tools, deadline=deadline)
         calls = [] if final else list(result.tool_calls)
         wire_calls = [

@@ -7,10 +7,11 @@ class RuntimeConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from apps.runtime import pipeline
+        from apps.runtime import pipeline, selectors
         from apps.toolkit import gateway
 
-        gateway.install(pipeline.call)  # the one entry point, for the apps below the gateway too
+        # The one entry point and its listing, for the apps below the gateway too.
+        gateway.install(entry=pipeline.call, lister=selectors.agent_tool_definitions)
         # Importing the gateway's built-in tools registers them (apps/toolkit/registry.py); each domain
         # app registers its own agent tools (its agent_tools module) in its ready().
         import apps.runtime.tools.clock  # noqa: F401

@@ -283,7 +283,9 @@ class _Call:
             scrubber=self.scrubber,
             settings=self.settings,
             policy=self.policy,
-            allowed=self.allowed,
+            # What the tool itself may offer (``mcp_tool_search``): the listing's tools, so without
+            # those this call's origin may not use.
+            allowed=[n for n in self.allowed if n not in self.policy.origin_deny.get(_origin(request), ())],
         )
         verdict = _approval(self)
         if verdict is None or verdict.decision == approvals.ALLOW:

@@ -1,4 +1,4 @@
-"""The tool listing every transport serves."""
+"""The tool listing every transport serves (and the built-in runner, through ``apps.toolkit.gateway``)."""
 
 from __future__ import annotations
 
@@ -6,29 +6,41 @@ from collections.abc import Sequence
 from typing import Any
 
 from apps.messaging.selectors import call_tool_allow
-from apps.policy import listing
+from apps.policy import engine, listing
 from apps.policy.engine import CallScope
-from apps.tenants.models import Agent, Tenant
+from apps.runtime.caller import caller_origin
+from apps.tenants.actors import Actor
+from apps.tenants.models import Agent
 from apps.toolkit import presentation
 
 
 def agent_tool_definitions(
     *,
-    tenant: Tenant,
+    actor: Actor,
     agent: Agent,
     scope: CallScope,
-    tool_allow: Sequence[str] | None,
+    tool_allow: Sequence[str] | None = None,
     style: presentation.Style = "flat",
     include_unavailable: bool = False,
     session_key: str = "",
 ) -> list[dict[str, Any]]:
-    """The tools ``agent`` may use in ``scope``, with the channel topic's allow list and the request's
-    own applied as a call applies them: what the REST listing and the MCP endpoint both serve."""
+    """The tools ``actor`` may call as ``agent`` in ``scope``, as a call of theirs is decided: the
+    policy's, with the channel topic's allow list and the request's own applied, less the tools the
+    policy denies to the caller's origin (``originDeny``; a listing names no origin, so it is the
+    caller's own, as for a call that names none). What the REST listing, the MCP endpoint and the
+    built-in runner serve."""
+    tenant = actor.tenant
+    allow = call_tool_allow(tenant=tenant, agent=agent, scope=scope, tool_allow=tool_allow)
+    denied = engine.resolve(tenant, agent, scope).origin_deny.get(caller_origin(actor))
+    if denied:
+        allow = tuple(
+            name for name in engine.resolve(tenant, agent, scope).allowed(allow) if name not in denied
+        )
     return listing.definitions(
         tenant=tenant,
         agent=agent,
         scope=scope,
-        tool_allow=call_tool_allow(tenant=tenant, agent=agent, scope=scope, tool_allow=tool_allow),
+        tool_allow=allow,
         style=style,
         include_unavailable=include_unavailable,
         session_key=session_key,

@@ -1,10 +1,14 @@
-"""The gateway's one entry point, as the apps below it see it.
+"""The gateway's one entry point (and its listing), as the apps below it see it.
 
 Every tool call goes through the pipeline (``apps.runtime.pipeline.call``): the REST execute view, the
 MCP endpoint, the built-in runner (runs, subagents, cron, team dispatch) and the re-run of a call whose
 approval was decided while nobody waited (``apps.policy.tasks``). The domain apps sit below the gateway
 and may not import it, so they call :func:`call` here, which the gateway installs when Django starts
 (``apps.runtime.apps.RuntimeConfig.ready``). The request and outcome types live here for the same reason.
+
+:func:`tools` is the listing that goes with it (``apps.runtime.selectors.agent_tool_definitions``): the
+tools a caller may call in a scope, exactly those :func:`call` lets through the policy. The built-in runner
+offers its model this list, as the REST listing and the MCP endpoint serve it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from apps.toolkit.results import ToolResult
 
 if TYPE_CHECKING:
+    from apps.policy.engine import CallScope
     from apps.tenants.actors import Actor
     from apps.tenants.models import Agent
 
@@ -85,13 +90,29 @@ class Entry(Protocol):
     ) -> CallOutcome | Pending: ...
 
 
+class Lister(Protocol):
+    def __call__(
+        self,
+        *,
+        actor: Actor,
+        agent: Agent,
+        scope: CallScope,
+        session_key: str = "",
+    ) -> list[dict[str, Any]]: ...
+
+
 _entry: Entry | None = None
+_lister: Lister | None = None
 
 
-def install(entry: Entry) -> None:
+def install(*, entry: Entry, lister: Lister) -> None:
     """Called once by the gateway app when Django starts."""
-    global _entry
-    _entry = entry
+    global _entry, _lister
+    _entry, _lister = entry, lister
+
+
+def _missing() -> ImproperlyConfigured:
+    return ImproperlyConfigured("the gateway (apps.runtime) is not installed: add it to INSTALLED_APPS")
 
 
 def call(
@@ -101,8 +122,16 @@ def call(
     :class:`CallOutcome`, or a :class:`Pending` call when a human has to decide first (with
     ``wait=False`` a background job finishes it once decided)."""
     if _entry is None:
-        raise ImproperlyConfigured("the gateway (apps.runtime) is not installed: add it to INSTALLED_APPS")
+        raise _missing()
     return _entry(actor=actor, request=request, wait=wait, decided=decided)
 
 
-__all__ = ["CallOutcome", "CallRequest", "Decided", "Pending", "call", "install"]
+def tools(*, actor: Actor, agent: Agent, scope: CallScope, session_key: str = "") -> list[dict[str, Any]]:
+    """The definitions of the tools ``actor`` may call as ``agent`` in ``scope`` (its origin's
+    restrictions, the channel topic's list and the policy applied), sorted by name."""
+    if _lister is None:
+        raise _missing()
+    return _lister(actor=actor, agent=agent, scope=scope, session_key=session_key)
+
+
+__all__ = ["CallOutcome", "CallRequest", "Decided", "Pending", "call", "install", "tools"]

@@ -1,8 +1,9 @@
 """Listing equals calling, on every transport, for generated policies and call scopes.
 
-Hypothesis generates a tenant policy, an agent policy, a channel topic's allow list and a call's scope
-(its channel and chat, its own ``tool_allow``, its subagent depth). For each, through the public
-surfaces only:
+Hypothesis generates a tenant policy (with ``byProvider`` and ``originDeny``), an agent policy, a channel
+topic's allow list and a call's scope (its channel and chat, its provider, its own ``tool_allow``, its
+subagent depth), over built-in tools, a custom tool and the tools of an MCP server. For each, through the
+public surfaces only:
 
 * the tools ``GET /api/v1/agents/<key>/tools`` lists equal the tools Toolgate's MCP endpoint lists
   (the SDK's client against a real daphne);
@@ -10,8 +11,8 @@ surfaces only:
   exactly when it is listed, or, in MCP search mode, when ``mcp_tool_search`` finds it;
 * ``mcp_tool_search`` finds a tool only when it is callable;
 * the built-in runner (a run whose scripted model calls every probed tool) offers the model the same
-  tools as REST lists for the runner's scope (its user, no channel) and its calls get the same
-  decisions.
+  tools as REST lists for the runner's scope (its user and provider, no channel) and its calls get the
+  same decisions.
 
 The probes' arguments are of the wrong type, so an allowed tool stops at argument validation and none
 runs: what is compared is the pipeline's decision, recorded on each ``ToolCall``."""
@@ -30,6 +31,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from apps.audit.models import ToolCall
+from apps.custom_tools import services as custom_services
 from apps.mcp_grants import client as mcp_client
 from apps.mcp_grants import services as mcp_services
 from apps.messaging import services as messaging_services
@@ -58,6 +60,7 @@ PROBES: dict[str, dict[str, Any]] = {
     "cron": {"action": 7},
     "mcp_many__convert_currency": {"text": 7},
     "mcp_many__create_issue": {"text": 7},
+    "probe_tool": {"text": 7},  # a custom tool
 }
 # What finds each MCP probe in search mode.
 SEARCHES = {
@@ -67,7 +70,7 @@ SEARCHES = {
 NOT_CALLABLE = {ToolCall.Decision.DENIED, ToolCall.Decision.UNKNOWN, ToolCall.Decision.ORIGIN_DENIED}
 PATTERNS = (
     "group:fs", "group:web", "group:memory", "group:runtime", "group:sessions", "exec", "datetime",
-    "read_file", "spawn", "cron", "mcp_many__*", "mcp_many__create_*", "mcp_tool_search",
+    "read_file", "spawn", "cron", "mcp_many__*", "mcp_many__create_*", "mcp_tool_search", "probe_tool",
 )  # fmt: skip
 lists = st.lists(st.sampled_from(PATTERNS), max_size=4, unique=True)
 tenant_documents = st.fixed_dictionaries(
@@ -77,6 +80,10 @@ tenant_documents = st.fixed_dictionaries(
         "allow": lists,
         "deny": lists,
         "alsoAllow": lists,
+        # The runner's provider and the calls' ("main"): its tools narrowed, as for a call.
+        "byProvider": st.fixed_dictionaries({"main": st.fixed_dictionaries({"allow": lists.filter(bool)})}),
+        # A member key's calls have origin "user": what it may not call it is not offered either.
+        "originDeny": st.fixed_dictionaries({"user": lists.filter(bool)}),
     },
 )
 agent_documents = st.fixed_dictionaries({}, optional={"allow": lists, "deny": lists})
@@ -86,6 +93,7 @@ scopes = st.fixed_dictionaries(
         "in_chat": st.booleans(),
         "tool_allow": st.none() | lists,
         "subagent_depth": st.sampled_from([0, 1]),
+        "provider": st.sampled_from(["", "main"]),
     }
 )
 
@@ -93,8 +101,15 @@ scopes = st.fixed_dictionaries(
 @pytest.fixture
 def world(tenant_a, agent, provider, fake, live):  # type: ignore[no-untyped-def]
     """Tenant A with the agent ``bot`` (built-in runner), a channel ``tg``, the 45-tool MCP server
-    ``many`` granted to the agent, daphne, and a member's key."""
+    ``many`` granted to the agent, the custom tool ``probe_tool``, daphne, and a member's key."""
     system = Actor.system(tenant_a)
+    custom_services.custom_tool_create(
+        actor=system,
+        name="probe_tool",
+        command="echo {{.text}}",
+        description="Echo a text.",
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    )
     server = mcp_services.server_create(
         actor=system, name="many", transport="stdio", command=sys.executable, args=[str(MANY), "stdio"]
     )
@@ -132,6 +147,8 @@ def _configure(
 
 def _query(scope: dict[str, Any], session_key: str) -> dict[str, str]:
     query = {"user_id": "alice", "session_key": session_key, "subagent_depth": str(scope["subagent_depth"])}
+    if scope.get("provider"):
+        query["provider"] = scope.get("provider", "")
     if scope["in_chat"]:
         query.update(channel="tg", chat_id=CHAT)
     if scope["tool_allow"] is not None:
@@ -153,7 +170,9 @@ def _rest_call(
     world: dict[str, Any], tool: str, args: dict[str, Any], query: dict[str, str]
 ) -> tuple[str, str]:
     context: dict[str, Any] = {
-        key: value for key, value in query.items() if key in ("user_id", "session_key", "channel", "chat_id")
+        key: value
+        for key, value in query.items()
+        if key in ("user_id", "session_key", "channel", "chat_id", "provider")
     }
     context["subagent_depth"] = int(query["subagent_depth"])
     if "tool_allow" in query:
@@ -185,7 +204,7 @@ def _over_mcp(world: dict[str, Any], query: dict[str, str]) -> tuple[list[str], 
     return listed, {tool: _decision(world["tenant"], call_id) for tool, call_id in call_ids.items()}, found
 
 
-def _runner(world: dict[str, Any], api: Any) -> tuple[list[str], dict[str, str]]:
+def _runner(world: dict[str, Any], api: Any, provider: str) -> tuple[list[str], dict[str, str]]:
     """What the built-in runner offers the model, and the decisions on the model's probe calls."""
     fake = world["fake"]
     calls = [model_call(tool, args, n) for n, (tool, args) in enumerate(PROBES.items())]
@@ -193,7 +212,7 @@ def _runner(world: dict[str, Any], api: Any) -> tuple[list[str], dict[str, str]]
     session_key = f"run-{uuid.uuid4().hex[:8]}"
     response = api.post(
         "/api/v1/agents/bot/runs",
-        {"session_key": session_key, "message": "probe", "user_id": "alice"},
+        {"session_key": session_key, "message": "probe", "user_id": "alice", "provider": provider},
         format="json",
     )
     assert response.status_code == 201, response.content
@@ -236,6 +255,22 @@ def _runner(world: dict[str, Any], api: Any) -> tuple[list[str], dict[str, str]]
         "subagent_depth": 0,
     },
 )
+@example(
+    tenant_doc={
+        "originDeny": {"user": ["exec", "probe_tool", "mcp_many__convert_currency"]},
+        "byProvider": {
+            "main": {"allow": ["group:fs", "exec", "probe_tool", "mcp_many__*", "mcp_tool_search"]}
+        },
+    },
+    agent_doc={},
+    scope={
+        "topic": ["read_file"],
+        "in_chat": False,
+        "tool_allow": None,
+        "subagent_depth": 0,
+        "provider": "main",
+    },
+)
 def test_every_transport_lists_what_it_lets_call(world, tenant_doc, agent_doc, scope):  # type: ignore[no-untyped-def]
     _configure(world, tenant_doc, agent_doc, scope["topic"])
     api = world["api"]
@@ -255,10 +290,13 @@ def test_every_transport_lists_what_it_lets_call(world, tenant_doc, agent_doc, s
         if tool in SEARCHES and search_mode:
             assert (tool in found) == callable_, (tool, found)
 
-    # The runner's scope is its user's, without channel or allow list, at depth 0.
-    plain = _query({"in_chat": False, "tool_allow": None, "subagent_depth": 0}, f"p-{uuid.uuid4().hex[:8]}")
+    # The runner's scope is its user's and provider's, without channel or allow list, at depth 0.
+    plain = _query(
+        {"in_chat": False, "tool_allow": None, "subagent_depth": 0, "provider": scope.get("provider", "")},
+        f"p-{uuid.uuid4().hex[:8]}",
+    )
     plain_listed = _rest_listed(api, plain)
-    offered, run_decisions = _runner(world, api)
+    offered, run_decisions = _runner(world, api, scope.get("provider", ""))
     assert sorted(offered) == sorted(plain_listed)
     plain_search = "mcp_tool_search" in plain_listed
     for tool in PROBES:

@@ -154,7 +154,7 @@ class AgentToolsView(TenantViewMixin, APIView):
             subagent_depth=params["subagent_depth"],
         )
         definitions = agent_tool_definitions(
-            tenant=self.actor.tenant,
+            actor=self.actor,
             agent=agent,
             scope=scope,
             tool_allow=CallScopeQueryInput.tool_allow_names(params["tool_allow"]),

@@ -76,7 +76,7 @@ def _definitions(caller: Caller) -> list[dict[str, Any]]:
     token = _bind(caller)
     try:
         found = agent_tool_definitions(  # what the REST listing serves for the same scope
-            tenant=caller.actor.tenant,
+            actor=caller.actor,
             agent=caller.agent,
             scope=caller.scope,
             tool_allow=caller.tool_allow,
