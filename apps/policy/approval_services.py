@@ -38,7 +38,7 @@ from django.utils import timezone
 from apps.audit.services import record
 from apps.policy.approval_models import ApprovalDecision, ApprovalRule, ApprovalStatus, PendingApproval
 from apps.realtime import events
-from apps.realtime.events import _deliver_after_commit
+from apps.realtime.events import deliver_after_commit
 from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError
 from apps.tenants.models import Agent, Tenant
@@ -204,7 +204,7 @@ def _publish(tenant: Tenant, type: str, data: dict[str, Any]) -> None:
 
 def _wake(approval: PendingApproval) -> None:
     """Tell the request waiting for ``approval`` (in any process) that it was resolved, after commit."""
-    _deliver_after_commit(
+    deliver_after_commit(
         group_name(approval.tenant_id, approval.pk),
         {"type": "approval.resolved", "approval": str(approval.pk), "status": approval.status},
     )

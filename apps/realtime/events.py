@@ -113,7 +113,7 @@ def _group_send(group: str, message: dict[str, Any]) -> None:
         logger.exception("could not deliver live message %s to %s", message["type"], group)
 
 
-def _deliver_after_commit(group: str, message: dict[str, Any]) -> None:
+def deliver_after_commit(group: str, message: dict[str, Any]) -> None:
     """Send ``message`` to ``group`` once the current transaction commits, and never if it rolls back.
 
     On the PostgreSQL layer the message is written inside the transaction itself (its NOTIFY fires on
@@ -139,7 +139,7 @@ def publish(*, tenant: Tenant, topic: str, type: str, data: dict[str, Any]) -> N
     if topic == ME:
         raise ValueError("events for one actor go through publish_to_actor")
     event = build(tenant=tenant, topic=topic, type=type, data=data)
-    _deliver_after_commit(group_name(tenant.pk, topic), {"type": "toolgate.event", "event": event})
+    deliver_after_commit(group_name(tenant.pk, topic), {"type": "toolgate.event", "event": event})
 
 
 def publish_to_actor(*, tenant: Tenant, kind: str, actor_id: str, type: str, data: dict[str, Any]) -> None:
@@ -150,7 +150,7 @@ def publish_to_actor(*, tenant: Tenant, kind: str, actor_id: str, type: str, dat
         return
     event = build(tenant=tenant, topic=ME, type=type, data=data)
     event["_actor"] = f"{kind}:{actor_id}"
-    _deliver_after_commit(actor_group(tenant.pk, kind, actor_id), {"type": "toolgate.event", "event": event})
+    deliver_after_commit(actor_group(tenant.pk, kind, actor_id), {"type": "toolgate.event", "event": event})
 
 
 # --- closing the sockets of a revoked credential -----------------------------------------------------
@@ -170,7 +170,7 @@ def disconnect(*, kind: PrincipalKind, ident: str, reason: str) -> None:
 
     Used when a key is revoked or expires, a member is removed or changes role, and on logout: a socket
     must not go on receiving events on credentials that no longer hold."""
-    _deliver_after_commit(principal_group(kind, ident), {"type": "toolgate.disconnect", "reason": reason})
+    deliver_after_commit(principal_group(kind, ident), {"type": "toolgate.disconnect", "reason": reason})
 
 
 def public(event: dict[str, Any]) -> dict[str, Any]:
