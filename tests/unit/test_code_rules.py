@@ -1,10 +1,11 @@
-"""Two house rules of the layering (issue 19), checked on the source as ratchets: today's exceptions
+"""House rules of the layering (issue 19), checked on the source as ratchets: today's exceptions
 are listed here and may only shrink.
 
 * No import of another app inside a function body (outside ``ready()`` and ``if TYPE_CHECKING:``): such
   imports hide a dependency from a reader; import-linter already counts them in the layers.
 * No ``.objects.`` in views, API modules and agent-tool modules: reads belong in selectors, writes in
   services.
+* No private name (``_x``) imported from another app: what an app shares it makes public.
 
 When a listed exception goes, remove its entry (or lower its count): the tests fail on a stale entry
 too, so the lists stay exact."""
@@ -120,3 +121,26 @@ def test_no_new_orm_query_in_views_api_or_agent_tool_modules():
     assert not grown, f"read through a selector or write through a service instead: {grown}"
     shrunk = {path: n for path, n in OBJECTS_IN_SURFACE.items() if found.get(path, 0) < n}
     assert not shrunk, f"lower these counts in OBJECTS_IN_SURFACE to what is left: {shrunk}"
+
+
+def _private_names_across_apps() -> list[str]:
+    found = []
+    for path in sorted(APPS.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if "migrations" in relative.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("apps."):
+                if node.module.split(".")[1] == relative.parts[1]:
+                    continue
+                found += [
+                    f"{relative}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    return found
+
+
+def test_no_private_name_crosses_apps():
+    found = _private_names_across_apps()
+    assert not found, f"make these public in their app (or keep them inside it): {found}"
