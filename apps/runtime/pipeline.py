@@ -33,10 +33,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
 from typing import Any
-
-import jsonschema
 
 from apps.audit.models import ToolCall
 from apps.audit.services import record_tool_call
@@ -80,37 +77,31 @@ def _origin(request: CallRequest) -> str:
     return request.origin or "user"
 
 
-@cache
-def _validator(name: str) -> jsonschema.protocols.Validator:
-    schema = CATALOG[name].parameters
-    cls = jsonschema.validators.validator_for(schema)
-    return cls(schema)  # type: ignore[no-any-return]
+def _arguments(
+    name: str, schema: dict[str, Any], args: dict[str, Any], *, strip: bool
+) -> tuple[str | None, dict[str, Any]]:
+    """Step 6, for every tool (built-in or external): empty arguments for a tool with required
+    parameters, then (an external tool's empty optional arguments dropped when ``strip``) the tool's JSON
+    schema (``apps.toolkit.providers``). The error, if any, and the arguments the tool gets."""
+    required = providers.required_parameters(schema)
+    if not args and required:
+        return providers.empty_args_message(required), args
+    if strip:
+        args = providers.strip_empty_optional(schema, args)
+    return providers.schema_error(name, schema, args), args
 
 
-def _schema_error(name: str, args: dict[str, Any]) -> str | None:
-    errors = sorted(_validator(name).iter_errors(args), key=lambda e: list(e.absolute_path))
-    if not errors:
-        return None
-    messages = []
-    for error in errors[:5]:
-        where = ".".join(str(p) for p in error.absolute_path)
-        messages.append(f"{where}: {error.message}" if where else error.message)
-    properties = ", ".join(CATALOG[name].parameters.get("properties", {})) or "none"
-    return f"Invalid arguments for {name}: {'; '.join(messages)}. Parameters: {properties}."
-
-
-def _empty_args_message(name: str) -> str | None:
-    required = CATALOG[name].required_parameters
-    if not required:
-        return None
-    return _empty_args_message_for(required)
-
-
-def _empty_args_message_for(required: Sequence[str]) -> str:
-    return (
-        f"Tool call had empty arguments (required: {', '.join(required)}). This usually means your previous "
-        "response was too long and the tool call was cut off; call the tool again with its arguments."
-    )
+def _run(name: str, call_id: str, function: Any, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+    """Step 7: the tool runs; a tool's exception, or an answer that is not a result, becomes an error
+    result (a tool bug must not break the agent loop)."""
+    try:
+        result = function(ctx, args)
+    except Exception as exc:
+        logger.exception("tool %s failed", name, extra={"call_id": call_id})
+        return ToolResult.error(f'tool "{name}" panicked: {type(exc).__name__}: {exc}')
+    if not isinstance(result, ToolResult):
+        return ToolResult.error(f'tool "{name}" returned no result')
+    return result
 
 
 def _safeguard(name: str, args: dict[str, Any], ctx: CallContext) -> str | None:
@@ -322,11 +313,7 @@ class _Call:
             return self._back_external(ctx, tool_name, args)
 
         # 6. arguments
-        if not args:
-            empty = _empty_args_message(tool_name)
-            if empty is not None:
-                return self.finish(Decision.INVALID, ToolResult.error(empty))
-        invalid = _schema_error(tool_name, args)
+        invalid, args = _arguments(tool_name, CATALOG[tool_name].parameters, args, strip=False)
         if invalid is not None:
             return self.finish(Decision.INVALID, ToolResult.error(invalid))
 
@@ -337,14 +324,7 @@ class _Call:
             return self.finish(
                 Decision.UNAVAILABLE, ToolResult.error(f"unavailable: {tool_name} is {reason}.")
             )
-        try:
-            result = function(ctx, args)
-        except Exception as exc:  # a tool bug must come back as a result, not break the agent loop
-            logger.exception("tool %s failed", tool_name, extra={"call_id": self.call_id})
-            result = ToolResult.error(f'tool "{tool_name}" panicked: {type(exc).__name__}: {exc}')
-        if not isinstance(result, ToolResult):
-            result = ToolResult.error(f'tool "{tool_name}" returned no result')
-        return self.finish(Decision.ALLOWED, result)
+        return self.finish(Decision.ALLOWED, _run(tool_name, self.call_id, function, ctx, args))
 
     def _back_external(self, ctx: CallContext, name: str, args: dict[str, Any]) -> CallOutcome:
         """Steps 6-7 for a tool outside the catalog (MCP, custom, …): its provider checks access again
@@ -356,21 +336,10 @@ class _Call:
             tool = provider.resolve(self.actor.tenant, self.request.agent, self.request.user_id, name)
         except providers.ToolRefused as exc:
             return self.finish(Decision.DENIED, ToolResult.error(str(exc), reason=exc.reason))
-        required = providers.required_parameters(tool.schema)
-        if not args and required:
-            return self.finish(Decision.INVALID, ToolResult.error(_empty_args_message_for(required)))
-        args = providers.strip_empty_optional(tool.schema, args)
-        invalid = providers.schema_error(name, tool.schema, args)
+        invalid, args = _arguments(name, tool.schema, args, strip=True)
         if invalid is not None:
             return self.finish(Decision.INVALID, ToolResult.error(invalid))
-        try:
-            result = tool.run(ctx, args)
-        except Exception as exc:  # a tool bug must come back as a result, not break the agent loop
-            logger.exception("tool %s failed", name, extra={"call_id": self.call_id})
-            result = ToolResult.error(f'tool "{name}" panicked: {type(exc).__name__}: {exc}')
-        if not isinstance(result, ToolResult):
-            result = ToolResult.error(f'tool "{name}" returned no result')
-        return self.finish(Decision.ALLOWED, result)
+        return self.finish(Decision.ALLOWED, _run(name, self.call_id, tool.run, ctx, args))
 
 
 @dataclass

@@ -10,7 +10,7 @@ empty optional arguments are dropped, then the arguments are validated against t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -133,3 +133,11 @@ def schema_error(name: str, schema: dict[str, Any], args: dict[str, Any]) -> str
 
 def required_parameters(schema: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(r) for r in schema.get("required") or ())
+
+
+def empty_args_message(required: Sequence[str]) -> str:
+    """What a model is told when it sent no arguments to a tool with ``required`` parameters."""
+    return (
+        f"Tool call had empty arguments (required: {', '.join(required)}). This usually means your previous "
+        "response was too long and the tool call was cut off; call the tool again with its arguments."
+    )
