@@ -15,6 +15,8 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from apps.toolkit import jail
+
 CHECK_TIMEOUT = 3.0
 
 
@@ -43,8 +45,6 @@ def _check_q2() -> dict[str, Any]:
 def _check_jail() -> dict[str, Any]:
     """Whether this process can make the jail every tenant process runs in (apps.toolkit.jail); when it
     cannot, tenants' commands are refused, and the reason says what to install or allow."""
-    from apps.toolkit import jail
-
     current = jail.status()
     result: dict[str, Any] = {"ok": current.available, **current.as_dict()}
     result.pop("available")

@@ -23,6 +23,8 @@ from apps.llm.client import ChatResult, GeneratedFile, ProviderClient, ProviderE
 from apps.llm.media import InputFile, MediaError, SavedFile
 from apps.llm.selectors import ProviderUnavailable, pick
 from apps.sandbox.manager import CONTAINER_WORKDIR
+from apps.teams import team_settings
+from apps.teams.selectors import team_for_agent
 from apps.toolkit.context import CallContext
 from apps.toolkit.registry import ToolFunction, tool
 from apps.toolkit.results import ToolResult
@@ -448,9 +450,6 @@ def openai_compat_call(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
 @tool("workspace_dir")
 def workspace_dir(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     """The call's workspace as the agent sees it, and its team's workspace arrangement."""
-    from apps.teams import team_settings
-    from apps.teams.selectors import team_for_agent
-
     scope = "user" if ctx.agent.type == "open" and ctx.user_id else "agent"
     info: dict[str, Any] = {
         "workspace": ".",

@@ -50,8 +50,11 @@ from mcp.types import PaginatedRequestParams
 from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
+from apps.realtime import events
+from apps.tenants.services import config_changed
 from apps.toolkit import jail
 from apps.toolkit.ssrf import AddressPolicy, SSRFBlocked
+from apps.toolkit.workspace import workspace_root
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -242,8 +245,6 @@ def _http_client(
 
 
 def _stdio_cwd(endpoint: Endpoint) -> Path:
-    from apps.toolkit.workspace import workspace_root
-
     path = workspace_root() / "tenants" / endpoint.tenant_id / "mcp" / endpoint.name
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
@@ -705,8 +706,6 @@ def _still_enabled(endpoint: Endpoint) -> bool:
 
 
 def record_status(endpoint: Endpoint, status: str, health: dict[str, Any], publish: bool) -> None:
-    from apps.realtime import events
-
     servers = MCPServer.objects.filter(pk=endpoint.server_id, tenant_id=endpoint.tenant_id)
     server = servers.select_related("tenant").first()
     if server is None:
@@ -724,9 +723,6 @@ def record_status(endpoint: Endpoint, status: str, health: dict[str, Any], publi
 
 def store_tools(endpoint: Endpoint, tools: list[ToolInfo]) -> bool:
     """Make the server's stored tools those discovered; True (and ``config_changed``) when they changed."""
-    from apps.realtime import events
-    from apps.tenants.services import config_changed
-
     with transaction.atomic():
         server = (
             MCPServer.objects.select_for_update()

@@ -15,6 +15,7 @@ from django.db.models import F, Func, IntegerField, Q, QuerySet
 from django.http import Http404
 
 from apps.memory.models import MAX_PATH_CHARS, MemoryChunk, MemoryDocument
+from apps.teams.models import Team, TeamMember
 from apps.tenants.models import Agent, Tenant
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
@@ -60,8 +61,6 @@ class Scope:
 def team_lead_of(*, tenant: Tenant, agent: Agent) -> Agent | None:
     """The lead of the oldest active team ``agent`` is a member of, when it is a member and not a lead;
     None for an agent that leads a team or is in none (its memory is its own)."""
-    from apps.teams.models import Team, TeamMember
-
     if Team.objects.for_tenant(tenant).filter(lead_id=agent.pk, status=Team.Status.ACTIVE).exists():
         return None
     membership = (

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from django.http import Http404
 
 from apps.messaging.models import Channel, OutboundMessage
+from apps.policy import engine
 from apps.tenants.scoping import TenantQuerySet
 
 if TYPE_CHECKING:
@@ -72,8 +73,6 @@ def call_tool_allow(
     topic = topic_tool_allow(tenant, scope.channel, scope.chat_id)
     if topic is None:
         return tuple(tool_allow) if tool_allow is not None else None
-    from apps.policy import engine
-
     return tuple(sorted(narrowed_by_topic(engine.resolve(tenant, agent, scope), topic, tool_allow)))
 
 

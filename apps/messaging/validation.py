@@ -17,6 +17,7 @@ import httpx
 from apps.messaging.models import MAX_CHAT_ID_CHARS, MAX_URL_CHARS, NAME_RE, Channel
 from apps.messaging.senders import SIGNATURE_HEADER, check_telegram_chat
 from apps.policy.universe import is_pattern, universe_for
+from apps.tenants.models import Agent
 from apps.toolkit import url_checks
 from apps.toolkit.ssrf import AddressPolicy
 from apps.toolkit.url_checks import has_control
@@ -110,8 +111,6 @@ def topics_error(value: Any, kind: str, tenant: Tenant) -> str | None:
 
 
 def agents_error(value: Any, tenant: Tenant) -> str | None:
-    from apps.tenants.models import Agent
-
     if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
         return "must be a list of agent keys (empty: every agent of the tenant)."
     if len(value) > MAX_AGENTS:

@@ -23,6 +23,7 @@ from typing import Any
 
 from apps.policy.models import Scope
 from apps.policy.universe import Universe, is_pattern
+from apps.toolkit.shell_deny import validate_overrides
 from apps.tools.catalog import ALIASES, COMPOSITE_ALIASES, PROFILES
 
 MAX_DOCUMENT_BYTES = 64 * 1024
@@ -248,8 +249,6 @@ class _Checker:
         return result
 
     def shell_deny_groups(self, path: str, value: Any) -> dict[str, bool] | None:
-        from apps.toolkit.shell_deny import validate_overrides
-
         try:
             return validate_overrides(value)
         except ValueError as exc:

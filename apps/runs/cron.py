@@ -22,6 +22,11 @@ from django_q.models import Schedule
 from django_q.tasks import async_task
 
 from apps.audit.services import record_and_publish
+from apps.messaging import selectors as messaging
+from apps.messaging import services as messaging_services
+from apps.messaging.models import MAX_TEXT_CHARS
+from apps.messaging.senders import Outgoing
+from apps.messaging.validation import chat_id_error
 from apps.runs import runner, services
 from apps.runs.models import ACTIVE, CronFiring, CronJob, Run
 from apps.tenants.actors import Actor
@@ -79,10 +84,6 @@ def _delivery(actor: Actor, agent: Agent, kind: str, channel: str, chat_id: str,
         if channel or chat_id:
             raise _invalid("channel", "only a message job sends to a channel.")
         return
-    from apps.messaging import selectors as messaging
-    from apps.messaging.models import MAX_TEXT_CHARS
-    from apps.messaging.validation import chat_id_error
-
     found = messaging.channel_by_name(tenant=actor.tenant, name=channel) if isinstance(channel, str) else None
     if found is None:
         raise _invalid("channel", f"no channel {str(channel)[:64]!r} in this tenant (see Channels).")
@@ -100,10 +101,6 @@ def _delivery(actor: Actor, agent: Agent, kind: str, channel: str, chat_id: str,
 
 def _send(job: CronJob, actor: Actor, manual: bool) -> CronFiring:
     """Deliver a message job's text to its channel, recorded as a firing (failed with the reason)."""
-    from apps.messaging import selectors as messaging
-    from apps.messaging import services as messaging_services
-    from apps.messaging.senders import Outgoing
-
     tenant = job.tenant
     channel = messaging.channel_by_name(tenant=tenant, name=job.channel)
     problem = ""

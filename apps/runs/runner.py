@@ -36,8 +36,9 @@ from django.utils import timezone
 from apps.context_files import selectors as context_selectors
 from apps.context_files.models import NAMES
 from apps.context_files.routing import BOOTSTRAP, HEARTBEAT, Place, route
-from apps.llm.client import ChatResult, ProviderError, client_for
+from apps.llm.client import ChatResult, ProviderError, ToolCall, client_for
 from apps.llm.selectors import ProviderUnavailable
+from apps.policy.approval_models import PendingApproval
 from apps.policy.engine import CallScope
 from apps.runs import services
 from apps.runs.models import Run
@@ -437,8 +438,6 @@ def _wait(run: Run, approval_id: uuid.UUID, calls: list[dict[str, Any]]) -> None
 
 
 def _approval_result(tenant_id: uuid.UUID | str, approval_id: uuid.UUID | str) -> dict[str, Any] | None:
-    from apps.policy.approval_models import PendingApproval
-
     result = (
         PendingApproval.objects.dangerously_all_tenants()
         .filter(pk=approval_id, tenant_id=tenant_id)
@@ -470,8 +469,6 @@ def approval_result(*, tenant_id: uuid.UUID | str, approval_id: uuid.UUID | str)
 def _call_tool(run: Run, actor: Actor, name: str, arguments: str) -> str | gateway.Pending:
     """One tool call through the pipeline; the model reads the result (or why it was refused). A call
     that needs an approval is handed back unfinished (the approvals job runs it once decided)."""
-    from apps.llm.client import ToolCall
-
     try:
         args = ToolCall(id="", name=name, arguments=arguments).parsed_arguments()
     except ProviderError as exc:

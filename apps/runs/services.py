@@ -10,6 +10,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.audit.services import record
+from apps.policy import approval_services
+from apps.policy.approval_models import ApprovalStatus, PendingApproval
 from apps.realtime import events
 from apps.runs.models import DEFAULT_MAX_ITERATIONS, MAX_INPUT_CHARS, MAX_ITERATIONS, Run
 from apps.sessions import services as session_services
@@ -255,9 +257,6 @@ def run_cancel(*, actor: Actor, run: Run) -> Run:
 
 def withdraw_approval(actor: Actor, approval_id: Any) -> None:
     """Deny the approval a cancelled run waited for, if nobody decided it yet."""
-    from apps.policy import approval_services
-    from apps.policy.approval_models import ApprovalStatus, PendingApproval
-
     approval = (
         PendingApproval.objects.for_tenant(actor.tenant)
         .filter(pk=approval_id, status=ApprovalStatus.PENDING)

@@ -21,6 +21,7 @@ from django_q.tasks import async_task
 
 from apps.runs import runner, services
 from apps.runs.models import ACTIVE, Run
+from apps.teams import dispatch
 from apps.teams.models import Task
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
@@ -87,8 +88,6 @@ def run_task(tenant_id: str, task_id: str, message: str, user_id: str) -> Run | 
 
 def after_turn(run: Run) -> None:
     """The post-turn rules (SPEC B §2.3) for the end of a member's run on its task."""
-    from apps.teams import dispatch
-
     task = (
         Task.objects.for_tenant(run.tenant).select_related("team", "owner").filter(pk=run.task_id).first()
         if run.task_id is not None

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.db import connection
 
+from apps.policy.models import PolicyDocument, Scope
+
 if TYPE_CHECKING:
     import redis
 
@@ -85,8 +87,6 @@ _next_prune = 0.0
 def limit_for(tenant: Tenant) -> int | None:
     """The tenant policy's calls per hour per session key, or None when not limited (0). One query:
     the pipeline passes the limit the policy engine resolved instead."""
-    from apps.policy.models import PolicyDocument, Scope
-
     document = (
         PolicyDocument.objects.for_tenant(tenant)
         .filter(scope=Scope.TENANT)

@@ -26,6 +26,7 @@ from apps.toolkit import context as call_context
 from apps.toolkit import runtime_settings, shell_parse
 from apps.toolkit.results import ToolResult
 from apps.toolkit.scrubber import Scrubber
+from apps.toolkit.workspace import real_workspace
 
 TOPIC = "secure_cli"
 BINARY_FIELDS = (
@@ -397,8 +398,6 @@ def binary_test(
     output and the command with every credential value masked, and each decision taken. Audited with
     the outcome and the decisions (not the output). Runs outside a transaction: the program may take
     up to its timeout."""
-    from apps.toolkit.workspace import real_workspace
-
     _check_test_args(args, user_id)
     if binary.tenant_id != actor.tenant.pk or agent.tenant_id != actor.tenant.pk:
         raise ServiceError(ErrorCode.INVALID, "binary and agent: of this tenant only.")

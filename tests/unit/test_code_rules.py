@@ -1,14 +1,12 @@
-"""House rules of the layering (issue 19), checked on the source as ratchets: today's exceptions
-are listed here and may only shrink.
+"""House rules of the layering (issue 19), checked on the source.
 
 * No import of another app inside a function body (outside ``ready()`` and ``if TYPE_CHECKING:``): such
-  imports hide a dependency from a reader; import-linter already counts them in the layers.
+  imports hide a dependency from a reader; import-linter already counts them in the layers. There is no
+  exception.
 * No ``.objects.`` in views, API modules and agent-tool modules: reads belong in selectors, writes in
-  services.
-* No private name (``_x``) imported from another app: what an app shares it makes public.
-
-When a listed exception goes, remove its entry (or lower its count): the tests fail on a stale entry
-too, so the lists stay exact."""
+  services. Today's exceptions are listed here and may only shrink: when one goes, remove its entry (or
+  lower its count); the test fails on a stale entry too, so the list stays exact.
+* No private name (``_x``) imported from another app: what an app shares it makes public."""
 
 from __future__ import annotations
 
@@ -19,33 +17,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 APPS = ROOT / "apps"
 
-# Cross-app imports inside function bodies that exist today ("path -> module").
-IN_FUNCTION_IMPORTS = frozenset(
-    {
-        "apps/dashboard/health.py -> apps.toolkit",
-        "apps/llm/agent_tools.py -> apps.teams",
-        "apps/llm/agent_tools.py -> apps.teams.selectors",
-        "apps/mcp_grants/client.py -> apps.realtime",
-        "apps/mcp_grants/client.py -> apps.tenants.services",
-        "apps/mcp_grants/client.py -> apps.toolkit.workspace",
-        "apps/memory/selectors.py -> apps.teams.models",
-        "apps/messaging/selectors.py -> apps.policy",
-        "apps/messaging/validation.py -> apps.tenants.models",
-        "apps/policy/documents.py -> apps.toolkit.shell_deny",
-        "apps/runs/cron.py -> apps.messaging",
-        "apps/runs/cron.py -> apps.messaging.models",
-        "apps/runs/cron.py -> apps.messaging.senders",
-        "apps/runs/cron.py -> apps.messaging.validation",
-        "apps/runs/runner.py -> apps.llm.client",
-        "apps/runs/runner.py -> apps.policy.approval_models",
-        "apps/runs/services.py -> apps.policy",
-        "apps/runs/services.py -> apps.policy.approval_models",
-        "apps/runs/teamwork.py -> apps.teams",
-        "apps/runtime/api/views.py -> apps.secure_cli.selectors",
-        "apps/runtime/ratelimit.py -> apps.policy.models",
-        "apps/secure_cli/services.py -> apps.toolkit.workspace",
-    }
-)
 # ``.objects.`` per view, API and agent-tool module today.
 OBJECTS_IN_SURFACE: dict[str, int] = {}
 
@@ -107,12 +78,12 @@ def _objects_in_surface() -> dict[str, int]:
     return counts
 
 
-def test_no_new_cross_app_import_inside_a_function():
-    found = _in_function_imports()
-    new = sorted(found - IN_FUNCTION_IMPORTS)
-    assert not new, f"import these at the top of the module (or under TYPE_CHECKING): {new}"
-    gone = sorted(IN_FUNCTION_IMPORTS - found)
-    assert not gone, f"remove these from IN_FUNCTION_IMPORTS, they are gone: {gone}"
+def test_no_cross_app_import_inside_a_function():
+    found = sorted(_in_function_imports())
+    assert not found, (
+        "cross-app imports inside a function body (file -> module): import them at the top of the module, "
+        f"or under `if TYPE_CHECKING:` when only a type annotation needs them: {found}"
+    )
 
 
 def test_no_new_orm_query_in_views_api_or_agent_tool_modules():

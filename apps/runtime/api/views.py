@@ -15,6 +15,7 @@ from apps.runtime import caller, pipeline
 from apps.runtime.api import serializers as s
 from apps.runtime.approval_wait import finish_after_decision
 from apps.runtime.selectors import agent_tool_definitions
+from apps.secure_cli.selectors import guidance as cli_guidance
 from apps.tenants.access import runtime_agent
 from apps.tenants.api.base import TenantViewMixin
 from apps.tenants.roles import Role
@@ -166,8 +167,6 @@ class AgentToolsView(TenantViewMixin, APIView):
         names = {str(d["name"]) for d in definitions}
         guidance = ""
         if names & {"exec", "shell"}:
-            from apps.secure_cli.selectors import guidance as cli_guidance
-
             guidance = cli_guidance(tenant=self.actor.tenant, agent=agent)
         return Response(
             {
