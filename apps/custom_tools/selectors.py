@@ -1,19 +1,15 @@
-"""Reads of custom tools, always within one tenant. ``access_custom_tool`` answers a missing tool and
-another tenant's with the same 404."""
+"""Reads of custom tools, always within one tenant (one tool for a request: ``apps.custom_tools.access``)."""
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
 from django.db.models import F, Q
-from django.http import Http404
 
 from apps.custom_tools.models import CustomTool
 from apps.tenants.scoping import TenantQuerySet
 
 if TYPE_CHECKING:
-    from apps.tenants.actors import Actor
     from apps.tenants.models import Agent, Tenant
 
 GLOBAL = "global"
@@ -42,17 +38,6 @@ def custom_tool_list(
     if name:
         tools = tools.filter(name=name)
     return tools.order_by("name", "agent__key", "id")
-
-
-def access_custom_tool(*, actor: Actor, id: object) -> CustomTool:
-    try:
-        pk = uuid.UUID(str(id))
-    except ValueError:
-        raise Http404("No custom tool with this id.") from None
-    tool = CustomTool.objects.for_tenant(actor.tenant).select_related("agent").filter(pk=pk).first()
-    if tool is None:
-        raise Http404("No custom tool with this id.")
-    return tool
 
 
 def effective_tools(*, tenant: Tenant, agent: Agent | None) -> dict[str, CustomTool]:

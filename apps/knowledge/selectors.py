@@ -1,25 +1,16 @@
-"""Reads of the knowledge graph for the API and the dashboard: an agent's entities and relations, one
-entity or relation (404 for a missing one and for another tenant's or agent's), an entity's relations."""
+"""Reads of the knowledge graph for the API and the dashboard: an agent's entities and relations, an
+entity's relations (one entity or relation for a request: ``apps.knowledge.access``)."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 
 from django.db.models import Count, F, Q, QuerySet, TextField, Window
 from django.db.models.functions import Cast, RowNumber
-from django.http import Http404
 
 from apps.knowledge.models import Entity, Relation
 from apps.knowledge.validation import name_key
 from apps.tenants.models import Agent, Tenant
-
-
-def _uuid_or_none(value: object) -> str | None:
-    try:
-        return str(uuid.UUID(str(value)))
-    except ValueError:
-        return None
 
 
 def entities(tenant: Tenant, agent: Agent) -> QuerySet[Entity]:
@@ -58,15 +49,6 @@ def entity_types(*, tenant: Tenant, agent: Agent) -> list[str]:
     return list(rows)
 
 
-def access_entity(*, tenant: Tenant, agent: Agent, id: object) -> Entity:
-    """The entity of ``agent`` with this id, or 404 (missing and another tenant's look the same)."""
-    pk = _uuid_or_none(id)
-    entity = entities(tenant, agent).filter(pk=pk).first() if pk else None
-    if entity is None:
-        raise Http404("No entity with this id in this agent's knowledge graph.")
-    return entity
-
-
 def relations(tenant: Tenant, agent: Agent) -> QuerySet[Relation]:
     return (
         Relation.objects.for_tenant(tenant)
@@ -94,14 +76,6 @@ def relation_list(
     if entity is not None:
         queryset = queryset.filter(Q(source_id=entity.pk) | Q(target_id=entity.pk))
     return queryset.order_by("source__name_key", "relation_type", "target__name_key", "id")
-
-
-def access_relation(*, tenant: Tenant, agent: Agent, id: object) -> Relation:
-    pk = _uuid_or_none(id)
-    relation = relations(tenant, agent).filter(pk=pk).first() if pk else None
-    if relation is None:
-        raise Http404("No relation with this id in this agent's knowledge graph.")
-    return relation
 
 
 @dataclass(frozen=True)

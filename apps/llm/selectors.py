@@ -1,18 +1,14 @@
-"""Reads of providers, always within one tenant; ``access_provider`` answers a missing provider and
-another tenant's with the same 404. :func:`resolve` picks the provider and model a capability uses."""
+"""Reads of providers, always within one tenant (one provider for a request: ``apps.llm.access``).
+:func:`resolve` picks the provider and model a capability uses."""
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
-
-from django.http import Http404
 
 from apps.llm.models import CAPABILITIES, Provider, model_field
 from apps.tenants.scoping import TenantQuerySet
 
 if TYPE_CHECKING:
-    from apps.tenants.actors import Actor
     from apps.tenants.models import Tenant
 
 MAX_NAMES_SHOWN = 20
@@ -25,17 +21,6 @@ class ProviderUnavailable(Exception):
 def provider_list(*, tenant: Tenant) -> TenantQuerySet[Provider]:
     """The tenant's providers, the default first, then by name."""
     return Provider.objects.for_tenant(tenant).order_by("-is_default", "name", "id")
-
-
-def access_provider(*, actor: Actor, id: object) -> Provider:
-    try:
-        pk = uuid.UUID(str(id))
-    except ValueError:
-        raise Http404("No provider with this id.") from None
-    provider = Provider.objects.for_tenant(actor.tenant).filter(pk=pk).first()
-    if provider is None:
-        raise Http404("No provider with this id.")
-    return provider
 
 
 def _article(word: str) -> str:

@@ -1,89 +1,55 @@
-"""Which MCP tools an agent (and the user it acts for) can reach (SPEC Part A "MCP", B §3.2 and §3.3).
-
-Stricter than upstream: the agent grant is required and enabled and the server enabled; a user grant,
-when one exists for a real user (not ``""`` or ``"system"``), must be enabled, and its
-``tool_allow``/``tool_deny`` narrow the agent grant's further. Deny beats allow everywhere, the call-time
-check (``apps.mcp_grants.bridge.target``) included. Filters match the original (unprefixed) tool name exactly.
-"""
+"""Access to one MCP server, grant, per-user credential or access request inside the actor's tenant: a
+missing object and another tenant's give the same 404 (and so does a request the actor may not see)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import uuid
 from typing import TYPE_CHECKING
 
-from apps.mcp_grants import naming
-from apps.mcp_grants.models import AgentGrant, MCPServer, MCPServerTool, UserGrant
+from django.http import Http404
+
+from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, UserCredential, UserGrant
+from apps.mcp_grants.selectors import agent_grants, credential_list, user_grants, visible_requests
 
 if TYPE_CHECKING:
-    from apps.tenants.models import Agent, Tenant
-
-SYNTHETIC_USERS = frozenset({"", "system"})
+    from apps.tenants.actors import Actor
 
 
-def is_tool_allowed(name: str, allow: Sequence[str] | None, deny: Sequence[str] | None) -> bool:
-    """B §3.3 ``IsToolAllowed``: deny first; an empty or missing allow list allows; otherwise the name
-    must be in it. Exact, case-sensitive, on the original tool name."""
-    if deny and name in deny:
-        return False
-    if not allow:
-        return True
-    return name in allow
+def access_server(*, actor: Actor, name: str) -> MCPServer:
+    server = MCPServer.objects.for_tenant(actor.tenant).filter(name=name).first()
+    if server is None:
+        raise Http404("No MCP server with this name.")
+    return server
 
 
-@dataclass(frozen=True)
-class Accessible:
-    server: MCPServer
-    agent_grant: AgentGrant
-    user_grant: UserGrant | None
-    tools: tuple[str, ...]  # original names, sorted
-
-    @property
-    def registered(self) -> tuple[str, ...]:
-        return tuple(naming.registered_name(self.server, tool) for tool in self.tools)
-
-    def allows(self, tool: str) -> bool:
-        allow, deny = self.agent_grant.filters()
-        if not is_tool_allowed(tool, allow, deny):
-            return False
-        if self.user_grant is not None:
-            allow, deny = self.user_grant.filters()
-            return is_tool_allowed(tool, allow, deny)
-        return True
+def access_agent_grant(*, actor: Actor, server: MCPServer, agent_key: str) -> AgentGrant:
+    grant = agent_grants(tenant=actor.tenant, server=server).filter(agent__key=agent_key).first()
+    if grant is None:
+        raise Http404("This agent has no grant of this server.")
+    return grant
 
 
-def accessible(tenant: Tenant, agent: Agent, user_id: str = "") -> list[Accessible]:
-    """The servers ``agent`` (acting for ``user_id``) can use, each with the tools it may call."""
-    grants = list(
-        AgentGrant.objects.for_tenant(tenant)
-        .filter(agent_id=agent.pk, enabled=True, server__enabled=True, server__tenant_id=tenant.pk)
-        .select_related("server")
-    )
-    if not grants:
-        return []
-    server_ids = [g.server_id for g in grants]
-    user_grants: dict[object, UserGrant] = {}
-    if user_id not in SYNTHETIC_USERS:
-        user_grants = {
-            g.server_id: g
-            for g in UserGrant.objects.for_tenant(tenant).filter(server_id__in=server_ids, user_id=user_id)
-        }
-    tools: dict[object, list[str]] = {}
-    for server_id, name in (
-        MCPServerTool.objects.for_tenant(tenant)
-        .filter(server_id__in=server_ids)
-        .order_by("name")
-        .values_list("server_id", "name")
-    ):
-        tools.setdefault(server_id, []).append(name)
-    result = []
-    for grant in sorted(grants, key=lambda g: g.server.name):
-        user_grant = user_grants.get(grant.server_id)
-        if user_grant is not None and not user_grant.enabled:
-            continue  # a disabled user grant vetoes the server
-        entry = Accessible(server=grant.server, agent_grant=grant, user_grant=user_grant, tools=())
-        allowed = tuple(t for t in tools.get(grant.server_id, []) if entry.allows(t))
-        result.append(
-            Accessible(server=grant.server, agent_grant=grant, user_grant=user_grant, tools=allowed)
-        )
-    return result
+def access_user_grant(*, actor: Actor, server: MCPServer, user_id: str) -> UserGrant:
+    grant = user_grants(tenant=actor.tenant, server=server).filter(user_id=user_id).first()
+    if grant is None:
+        raise Http404("This user has no grant of this server.")
+    return grant
+
+
+def access_credential(*, actor: Actor, server: MCPServer, user_id: str) -> UserCredential:
+    credential = credential_list(tenant=actor.tenant, server=server).filter(user_id=user_id).first()
+    if credential is None:
+        raise Http404("This user has no credentials of their own for this server.")
+    return credential
+
+
+def access_request(*, actor: Actor, id: object) -> AccessRequest:
+    """One request for an administrator or for the actor that made it; 404 for anyone else."""
+    try:
+        pk = uuid.UUID(str(id))
+    except ValueError:
+        raise Http404("No access request with this id.") from None
+    req = visible_requests(actor).filter(pk=pk).first()
+    if req is None:
+        raise Http404("No access request with this id.")
+    return req

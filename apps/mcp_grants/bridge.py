@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.shared.exceptions import MCPError
 
-from apps.mcp_grants import access, client, naming, search_mode
+from apps.mcp_grants import client, naming, reachability, search_mode
 from apps.mcp_grants.models import AgentGrant, MCPServer, MCPServerTool
 from apps.tenants.models import Agent, Tenant
 from apps.toolkit.providers import ExternalTool, ToolRefused
@@ -70,7 +70,7 @@ _CACHE_LOCK = threading.Lock()
 
 
 def _reachable(tenant: Tenant, agent: Agent, user_id: str) -> _Reachable:
-    """The MCP tools ``agent`` may call for ``user_id`` (:func:`access.accessible`, deny lists of both
+    """The MCP tools ``agent`` may call for ``user_id`` (:func:`reachability.accessible`, deny lists of both
     grants included), kept per process for the tenant's ``config_version``: every change of a server,
     grant or discovered tool raises it, so a revoked grant is never served from here."""
     key = (tenant.pk, tenant.config_version, agent.pk, user_id)
@@ -79,7 +79,7 @@ def _reachable(tenant: Tenant, agent: Agent, user_id: str) -> _Reachable:
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    entries = access.accessible(tenant, agent, user_id)
+    entries = reachability.accessible(tenant, agent, user_id)
     schemas = {
         (row[0], row[1]): row[2]
         for row in MCPServerTool.objects.for_tenant(tenant)
@@ -138,7 +138,7 @@ def not_granted(tenant: Tenant, agent: Agent, user_id: str, name: str) -> str | 
             f"agent {agent.key!r} has no grant for MCP server {server.name!r}. A member can request access "
             f'{ask}"scope": "agent", "agent": "{agent.key}", "tool_allow": ["{tool}"], "reason": "..."}}'
         )
-    if not access.is_tool_allowed(tool, *agent_grant.filters()):
+    if not reachability.is_tool_allowed(tool, *agent_grant.filters()):
         return f"the grant for MCP server {server.name!r} leaves out the tool {tool!r}"
     return (
         f"the grant of user {user_id!r} for MCP server {server.name!r} does not include the tool {tool!r}. "

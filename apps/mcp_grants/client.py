@@ -785,7 +785,7 @@ def manager() -> Manager:
 
 
 def credential_for(server: MCPServer, user_id: str) -> UserCredential | None:
-    from apps.mcp_grants.access import SYNTHETIC_USERS
+    from apps.mcp_grants.reachability import SYNTHETIC_USERS
 
     if user_id in SYNTHETIC_USERS:
         return None

@@ -1,12 +1,10 @@
 """Reads of MCP servers, their tools, grants, per-user credentials and access requests, always within one
-tenant. The ``access_*`` functions answer a missing object and another tenant's with the same 404."""
+tenant (one of them for a request: ``apps.mcp_grants.access``)."""
 
 from __future__ import annotations
 
 import uuid
 from typing import TYPE_CHECKING
-
-from django.http import Http404
 
 from apps.mcp_grants.models import (
     AccessRequest,
@@ -39,13 +37,6 @@ def pending_requests(tenant: Tenant) -> TenantQuerySet[AccessRequest]:
 
 def server_list(*, tenant: Tenant) -> TenantQuerySet[MCPServer]:
     return MCPServer.objects.for_tenant(tenant).order_by("name", "id")
-
-
-def access_server(*, actor: Actor, name: str) -> MCPServer:
-    server = MCPServer.objects.for_tenant(actor.tenant).filter(name=name).first()
-    if server is None:
-        raise Http404("No MCP server with this name.")
-    return server
 
 
 def server_tools(*, tenant: Tenant, server: MCPServer) -> TenantQuerySet[MCPServerTool]:
@@ -84,20 +75,6 @@ def agent_grants_of(*, tenant: Tenant, agent_id: uuid.UUID) -> TenantQuerySet[Ag
     )
 
 
-def access_agent_grant(*, actor: Actor, server: MCPServer, agent_key: str) -> AgentGrant:
-    grant = agent_grants(tenant=actor.tenant, server=server).filter(agent__key=agent_key).first()
-    if grant is None:
-        raise Http404("This agent has no grant of this server.")
-    return grant
-
-
-def access_user_grant(*, actor: Actor, server: MCPServer, user_id: str) -> UserGrant:
-    grant = user_grants(tenant=actor.tenant, server=server).filter(user_id=user_id).first()
-    if grant is None:
-        raise Http404("This user has no grant of this server.")
-    return grant
-
-
 def credential_list(*, tenant: Tenant, server: MCPServer) -> TenantQuerySet[UserCredential]:
     return (
         UserCredential.objects.for_tenant(tenant)
@@ -107,17 +84,10 @@ def credential_list(*, tenant: Tenant, server: MCPServer) -> TenantQuerySet[User
     )
 
 
-def access_credential(*, actor: Actor, server: MCPServer, user_id: str) -> UserCredential:
-    credential = credential_list(tenant=actor.tenant, server=server).filter(user_id=user_id).first()
-    if credential is None:
-        raise Http404("This user has no credentials of their own for this server.")
-    return credential
-
-
 # --- access requests -------------------------------------------------------------------------------------
 
 
-def _visible_requests(actor: Actor) -> TenantQuerySet[AccessRequest]:
+def visible_requests(actor: Actor) -> TenantQuerySet[AccessRequest]:
     """Administrators see every request of the tenant; anyone else only the requests they made."""
     queryset = AccessRequest.objects.for_tenant(actor.tenant).select_related("server", "agent")
     if actor.can(Role.ADMIN):
@@ -129,7 +99,7 @@ def request_list(
     *, actor: Actor, status: str = "", server: str = "", scope: str = ""
 ) -> TenantQuerySet[AccessRequest]:
     """The requests ``actor`` may see, newest first, optionally by status, server name and scope."""
-    queryset = _visible_requests(actor)
+    queryset = visible_requests(actor)
     if status:
         queryset = queryset.filter(status=status)
     if server:
@@ -137,15 +107,3 @@ def request_list(
     if scope:
         queryset = queryset.filter(scope=scope)
     return queryset.order_by("-created_at", "-id")
-
-
-def access_request(*, actor: Actor, id: object) -> AccessRequest:
-    """One request for an administrator or for the actor that made it; 404 for anyone else."""
-    try:
-        pk = uuid.UUID(str(id))
-    except ValueError:
-        raise Http404("No access request with this id.") from None
-    req = _visible_requests(actor).filter(pk=pk).first()
-    if req is None:
-        raise Http404("No access request with this id.")
-    return req

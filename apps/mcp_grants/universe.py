@@ -1,7 +1,7 @@
 """The MCP tools the policy engine knows: registered names and the groups ``mcp`` and ``mcp:<server>``,
 and ``mcp_tool_search`` in ``mcp`` for agents in search mode (:mod:`apps.mcp_grants.search_mode`).
 
-With an agent: what that agent (and user) can reach (:func:`apps.mcp_grants.access.accessible`); with
+With an agent: what that agent (and user) can reach (:func:`apps.mcp_grants.reachability.accessible`); with
 ``agent=None``: every discovered tool of the tenant, so that a saved policy may name any of them (and
 every server's group, tools or not). A name
 that collides with a built-in tool is left out (B §3.3).
@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from apps.mcp_grants import naming, search_mode
-from apps.mcp_grants.access import accessible
 from apps.mcp_grants.models import MCPServer, MCPServerTool
+from apps.mcp_grants.reachability import accessible
 from apps.tools.catalog import CATALOG
 
 if TYPE_CHECKING:

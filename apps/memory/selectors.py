@@ -12,7 +12,6 @@ import posixpath
 from dataclasses import dataclass
 
 from django.db.models import F, Func, IntegerField, Q, QuerySet
-from django.http import Http404
 
 from apps.memory.models import MAX_PATH_CHARS, MemoryChunk, MemoryDocument
 from apps.teams.models import Team, TeamMember
@@ -167,11 +166,3 @@ def documents_by_id(*, tenant: Tenant, ids: list[str]) -> dict[str, MemoryDocume
 def chunk_count(*, tenant: Tenant, document: MemoryDocument) -> int:
     """How many indexed chunks ``document`` has."""
     return MemoryChunk.objects.for_tenant(tenant).filter(document_id=document.pk).count()
-
-
-def access_document(*, tenant: Tenant, agent: Agent, user_id: str, path: str) -> MemoryDocument:
-    """The document, or 404 (missing and another tenant's look the same)."""
-    document = document_get(tenant=tenant, agent=agent, user_id=user_id, path=path)
-    if document is None:
-        raise Http404("No memory document at this path for this user.")
-    return document

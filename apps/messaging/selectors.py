@@ -1,14 +1,11 @@
-"""Reads of channels and their outbound log, always within one tenant; ``access_channel`` answers a
-missing channel and another tenant's with the same 404. :func:`topic_tool_allow` gives the tool allow
-list a channel sets for a chat or forum topic."""
+"""Reads of channels and their outbound log, always within one tenant (one channel for a request:
+``apps.messaging.access``). :func:`topic_tool_allow` gives the tool allow list a channel sets for a chat
+or forum topic."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-from django.http import Http404
 
 from apps.messaging.models import Channel, OutboundMessage
 from apps.policy import engine
@@ -16,7 +13,6 @@ from apps.tenants.scoping import TenantQuerySet
 
 if TYPE_CHECKING:
     from apps.policy.engine import CallScope, Resolved
-    from apps.tenants.actors import Actor
     from apps.tenants.models import Agent, Tenant
 
 TOPIC_SEPARATOR = ":topic:"
@@ -25,17 +21,6 @@ TOPIC_SEPARATOR = ":topic:"
 def channel_list(*, tenant: Tenant) -> TenantQuerySet[Channel]:
     """The tenant's channels by name."""
     return Channel.objects.for_tenant(tenant).order_by("name", "id")
-
-
-def access_channel(*, actor: Actor, id: object) -> Channel:
-    try:
-        pk = uuid.UUID(str(id))
-    except ValueError:
-        raise Http404("No channel with this id.") from None
-    channel = Channel.objects.for_tenant(actor.tenant).filter(pk=pk).first()
-    if channel is None:
-        raise Http404("No channel with this id.")
-    return channel
 
 
 def channel_by_name(*, tenant: Tenant, name: str) -> Channel | None:

@@ -1,5 +1,5 @@
 """The ``/ws/events/`` websocket: authenticated by session or API key, topics of the own tenant only; a
-``team:<id>`` topic only for a team the user's grants reach (``apps.teams.access``); ``me`` carries the
+``team:<id>`` topic only for a team the user's grants reach (``apps.teams.visibility``); ``me`` carries the
 events addressed to the socket's own actor (its API key, or its user in this tenant) and nobody else's."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from apps.realtime.events import (
     public,
     topic_role,
 )
-from apps.teams.access import restricted, visible_team_ids
+from apps.teams.visibility import restricted, visible_team_ids
 from apps.tenants.actors import Actor
 from apps.tenants.authentication import actor_for_api_key_header, actor_for_session_user
 

@@ -1,12 +1,9 @@
-"""Reads of the sandbox's container rows and settings, always within one tenant. ``access_container``
-answers a missing container and another tenant's with the same 404."""
+"""Reads of the sandbox's container rows and settings, always within one tenant (one container
+for a request: ``apps.sandbox.access``)."""
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
-
-from django.http import Http404
 
 from apps.sandbox.models import SandboxContainer
 from apps.tenants.scoping import TenantQuerySet
@@ -14,7 +11,6 @@ from apps.toolkit.runtime_settings import effective
 from apps.toolkit.sandbox_config import SandboxConfig
 
 if TYPE_CHECKING:
-    from apps.tenants.actors import Actor
     from apps.tenants.models import Agent, Tenant
 
 # The most containers a list shows (the API pages up to this; the dashboard shows the first this many).
@@ -28,17 +24,6 @@ def container_list(*, tenant: Tenant) -> TenantQuerySet[SandboxContainer]:
         .select_related("agent", "tenant")
         .order_by("-last_used_at", "-created_at", "id")
     )
-
-
-def access_container(*, actor: Actor, id: object) -> SandboxContainer:
-    try:
-        pk = uuid.UUID(str(id))
-    except ValueError:
-        raise Http404("No sandbox container with this id.") from None
-    row = container_list(tenant=actor.tenant).filter(pk=pk).first()
-    if row is None:
-        raise Http404("No sandbox container with this id.")
-    return row
 
 
 def tenant_config(tenant: Tenant) -> SandboxConfig:

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from django.core.exceptions import ValidationError
 from django.db.models import F, Q, QuerySet
 
 from apps.sessions.models import Session, SessionMessage
-from apps.tenants.actors import Actor
-from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent, Tenant
 
 
@@ -33,14 +30,6 @@ def session_list(
     if query:
         sessions = sessions.filter(Q(key__icontains=query) | Q(label__icontains=query))
     return sessions.order_by(F("last_message_at").desc(nulls_last=True), "-created_at", "id")
-
-
-def access_session(*, actor: Actor, id: str | uuid.UUID) -> Session:
-    """The tenant's session with this id; 404 otherwise (another tenant's included)."""
-    try:
-        return Session.objects.for_tenant(actor.tenant).select_related("agent", "parent").get(pk=id)
-    except (Session.DoesNotExist, ValidationError, ValueError, TypeError):
-        raise ServiceError(ErrorCode.NOT_FOUND, "No session with this id.", status=404) from None
 
 
 def visible_to_call(*, tenant: Tenant, agent: Agent, user_id: str) -> QuerySet[Session]:

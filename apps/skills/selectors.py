@@ -1,5 +1,4 @@
-"""Reads of skills, always within one tenant. ``access_skill`` answers a missing skill and another
-tenant's with the same 404.
+"""Reads of skills, always within one tenant (one skill for a request: ``apps.skills.access``).
 
 Resolution: an agent sees its own skills and the tenant's global ones; its own skill shadows a global
 one of the same name. Disabled skills are invisible to tools (``visible_skills``).
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Count, F, IntegerField, Q, QuerySet
 from django.db.models.functions import Length
-from django.http import Http404
 
 from apps.skills.models import Skill, SkillActivation, SkillFile, SkillUse
 
@@ -52,18 +50,6 @@ def skill_list(
         .defer("content")
         .order_by("name", F("agent__key").asc(nulls_first=True), "id")
     )
-
-
-def access_skill(*, tenant: Tenant, id: object) -> Skill:
-    """The skill, or 404 (missing and another tenant's look the same)."""
-    try:
-        pk = uuid.UUID(str(id))
-    except ValueError:
-        raise Http404("No skill with this id.") from None
-    skill = Skill.objects.for_tenant(tenant).select_related("agent").filter(pk=pk).first()
-    if skill is None:
-        raise Http404("No skill with this id.")
-    return skill
 
 
 def skill_files(*, tenant: Tenant, skill: Skill) -> QuerySet[SkillFile]:

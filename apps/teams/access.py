@@ -1,106 +1,71 @@
-"""Which humans may see and act on a team: its user grants (``TeamUserGrant``).
-
-A team without grants is open: the tenant role alone decides (viewers read, members act, admins
-configure). A team with at least one grant is restricted for dashboard users below admin: such a user
-sees it only with a grant whose ``user_id`` is their email (compared case-insensitively), and acts on
-its tasks and escalations only with an ``operator`` grant (and at least the member role). Without a
-grant the team is treated as missing. Admins and owners are never restricted; API keys are machine
-credentials whose role alone decides, and so is the system.
-"""
+"""Access to one team's objects inside the actor's tenant: a missing object and another tenant's (or
+another team's) give the same 404, and so does a team the actor's user grants do not reach
+(``apps.teams.visibility``, which also refuses an action without an operator grant). And
+:func:`access_refusal`: whether a team's access lists let a caller use it."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from typing import Any
 
-from django.db.models import Exists, OuterRef, Q
+from django.http import Http404
 
+from apps.teams import selectors
 from apps.teams.models import Team, TeamUserGrant
 from apps.tenants.actors import Actor
-from apps.tenants.roles import Role
+from apps.tenants.models import Agent
 
 
-def restricted(actor: Actor) -> bool:
-    """Whether grants limit what ``actor`` reaches (dashboard users below admin)."""
-    return actor.kind == "user" and not actor.can(Role.ADMIN)
+def _uuid_or_404(value: object) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise Http404 from None
 
 
-def grant_user_id(actor: Actor) -> str:
-    """The id a grant names ``actor`` by: the user's email ("" when there is none)."""
-    if actor.user is None:
-        return ""
-    return str(getattr(actor.user, "email", "") or "").strip()
+def access_team(*, actor: Actor, id: object) -> Team:
+    team = selectors.team_get(actor=actor, id=_uuid_or_404(id))
+    if team is None:
+        raise Http404("No team with this id.")
+    return team
 
 
-def team_visibility(actor: Actor, field: str = "pk") -> Q:
-    """A filter keeping the teams ``actor`` may see; ``field`` names the team's id on the filtered
-    model (``"pk"`` on teams, ``"team_id"`` on their tasks or escalations)."""
-    if not restricted(actor):
-        return Q()
-    grants = TeamUserGrant.objects.for_tenant(actor.tenant).filter(team_id=OuterRef(field))
-    visible = Q(~Exists(grants))
-    email = grant_user_id(actor)
-    if email:
-        visible |= Q(Exists(grants.filter(user_id__iexact=email)))
-    return visible
+def access_member(*, actor: Actor, team: Team, key: str) -> Agent:
+    """The agent ``key`` as a member of ``team``."""
+    member = selectors.member_get(tenant=actor.tenant, team=team, key=key)
+    if member is None:
+        raise Http404(f"{key[:64]} is not a member of this team.")
+    return member.agent
 
 
-def grant_role(actor: Actor, team: Team) -> str | None:
-    """The role of the grant naming ``actor`` on ``team``, or None."""
-    email = grant_user_id(actor)
-    if not email:
+def access_grant(*, actor: Actor, team: Team, id: object) -> TeamUserGrant:
+    grant = selectors.grant_get(tenant=actor.tenant, team=team, id=_uuid_or_404(id))
+    if grant is None:
+        raise Http404("No grant with this id on this team.")
+    return grant
+
+
+def access_refusal(settings: Mapping[str, Any], *, user_id: str, channel: str, team_name: str) -> str | None:
+    """Why a call from ``user_id`` on ``channel`` may not use the team (B §2.8's access lists), or None.
+
+    Deny beats allow; an empty allow list is open; the internal channels (teammate, system) always pass.
+    A stored document is validated, so malformed lists cannot occur (upstream fails open on them)."""
+    if channel in ("teammate", "system"):
         return None
-    grant = (
-        TeamUserGrant.objects.for_tenant(actor.tenant)
-        .filter(team_id=team.pk, user_id__iexact=email)
-        .order_by("created_at", "id")
-        .first()
-    )
-    return None if grant is None else grant.role
 
+    def listed(key: str) -> list[str]:
+        value = settings.get(key)
+        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
-def _has_grants(actor: Actor, team: Team) -> bool:
-    return TeamUserGrant.objects.for_tenant(actor.tenant).filter(team_id=team.pk).exists()
-
-
-def can_view(actor: Actor, team: Team) -> bool:
-    """Whether ``actor`` may see ``team`` (its board, tasks, escalations, events and live topic)."""
-    if team.tenant_id != actor.tenant.pk:
-        return False
-    if not restricted(actor) or not _has_grants(actor, team):
-        return True
-    return grant_role(actor, team) is not None
-
-
-def act_refusal(actor: Actor, team: Team) -> str | None:
-    """Why ``actor`` may not act on ``team``'s tasks and escalations, or None when it may."""
-    if not actor.can(Role.MEMBER):
-        return f"Acting on tasks needs the member role; you are {actor.role}."
-    if not restricted(actor) or not _has_grants(actor, team):
-        return None
-    role = grant_role(actor, team)
-    if role == TeamUserGrant.Role.OPERATOR:
-        return None
-    if role is None:
-        return f"You have no grant on team {team.name}."
-    return (
-        f"Your grant on team {team.name} is {role}: acting on its tasks and escalations needs an "
-        "operator grant."
-    )
-
-
-def can_act(actor: Actor, team: Team) -> bool:
-    """Whether ``actor`` may act on ``team``'s tasks and escalations."""
-    return act_refusal(actor, team) is None
-
-
-def visible_team_ids(actor: Actor, ids: set[uuid.UUID]) -> set[uuid.UUID]:
-    """Those of ``ids`` naming a team ``actor`` may see. For a restricted actor a team that does not
-    exist is not visible either, so a refusal says nothing about which teams exist."""
-    if not restricted(actor):
-        return set(ids)
-    found = (
-        Team.objects.for_tenant(actor.tenant)
-        .filter(team_visibility(actor), pk__in=ids)
-        .values_list("pk", flat=True)
-    )
-    return set(found)
+    if user_id and user_id in listed("deny_user_ids"):
+        return f"user {user_id} is not allowed to use team {team_name}"
+    allowed_users = listed("allow_user_ids")
+    if allowed_users and user_id not in allowed_users:
+        return f"user {user_id or '(none)'} is not allowed to use team {team_name}"
+    if channel and channel in listed("deny_channels"):
+        return f"channel {channel} is not allowed to use team {team_name}"
+    allowed_channels = listed("allow_channels")
+    if allowed_channels and channel not in allowed_channels:
+        return f"channel {channel or '(none)'} is not allowed to use team {team_name}"
+    return None

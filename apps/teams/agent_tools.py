@@ -21,6 +21,7 @@ from typing import Any
 from django.db import transaction
 
 from apps.teams import board, dispatch, mailbox, selectors, services, team_settings
+from apps.teams.access import access_refusal
 from apps.teams.board import BoardActor, BoardError
 from apps.teams.models import Task, TaskComment, Team
 from apps.teams.selectors import SelectorError
@@ -133,7 +134,7 @@ def _run(
     team = _team_of(ctx)
     if team is None:
         return ToolResult.error("this agent is not part of any team")
-    refusal = team_settings.access_refusal(
+    refusal = access_refusal(
         team.settings or {}, user_id=ctx.user_id, channel=ctx.channel, team_name=team.name
     )
     if refusal is not None:

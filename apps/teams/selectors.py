@@ -26,7 +26,6 @@ from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db.models import Count, F, Func, IntegerField, QuerySet
 from pgvector.django import CosineDistance
 
-from apps.teams.access import team_visibility
 from apps.teams.models import (
     Escalation,
     Task,
@@ -37,6 +36,7 @@ from apps.teams.models import (
     TeamMember,
     TeamUserGrant,
 )
+from apps.teams.visibility import team_visibility
 from apps.tenants.models import Agent
 
 if TYPE_CHECKING:

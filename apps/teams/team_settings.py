@@ -149,28 +149,3 @@ def notifications(settings: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(value, Mapping):
         result.update({k: v for k, v in value.items() if k in result})
     return result
-
-
-def access_refusal(settings: Mapping[str, Any], *, user_id: str, channel: str, team_name: str) -> str | None:
-    """Why a call from ``user_id`` on ``channel`` may not use the team (B §2.8's access lists), or None.
-
-    Deny beats allow; an empty allow list is open; the internal channels (teammate, system) always pass.
-    A stored document is validated, so malformed lists cannot occur (upstream fails open on them)."""
-    if channel in ("teammate", "system"):
-        return None
-
-    def listed(key: str) -> list[str]:
-        value = settings.get(key)
-        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-    if user_id and user_id in listed("deny_user_ids"):
-        return f"user {user_id} is not allowed to use team {team_name}"
-    allowed_users = listed("allow_user_ids")
-    if allowed_users and user_id not in allowed_users:
-        return f"user {user_id or '(none)'} is not allowed to use team {team_name}"
-    if channel and channel in listed("deny_channels"):
-        return f"channel {channel} is not allowed to use team {team_name}"
-    allowed_channels = listed("allow_channels")
-    if allowed_channels and channel not in allowed_channels:
-        return f"channel {channel or '(none)'} is not allowed to use team {team_name}"
-    return None

@@ -25,13 +25,13 @@ def access_agent(*, actor: Actor, key: str) -> Agent:
     return agent
 
 
-# (tenant id, config_version, key) -> agent; see ``runtime_agent``.
+# (tenant id, config_version, key) -> agent; see ``access_runtime_agent``.
 _RUNTIME_AGENTS: dict[tuple[uuid.UUID, int, str], Agent] = {}
 _RUNTIME_AGENTS_MAX = 4096
 _runtime_agents_lock = threading.Lock()
 
 
-def runtime_agent(*, actor: Actor, key: str) -> Agent:
+def access_runtime_agent(*, actor: Actor, key: str) -> Agent:
     """``access_agent`` for the hot path of agent loops (execute, tool listing), without its query when
     this process has served the agent since the tenant's configuration last changed.
 

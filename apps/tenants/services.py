@@ -10,6 +10,6 @@ from apps.tenants.models import Tenant
 
 def config_changed(tenant: Tenant) -> None:
     """Raise the tenant's ``config_version``: call it inside the transaction of every change to what
-    decides an agent's tools, so that caches keyed by the version (``access.runtime_agent``) stop
+    decides an agent's tools, so that caches keyed by the version (``access.access_runtime_agent``) stop
     serving what came before, in every process, from the moment the change commits."""
     Tenant.objects.filter(pk=tenant.pk).update(config_version=F("config_version") + 1)

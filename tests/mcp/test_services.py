@@ -10,7 +10,7 @@ from django.db import connection
 
 from apps.accounts import services as tenant_services
 from apps.audit.models import AuditEvent
-from apps.mcp_grants import access, services
+from apps.mcp_grants import reachability, services
 from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, UserGrant
 from apps.policy import engine
 from apps.policy import services as policy_services
@@ -144,7 +144,7 @@ def test_request_forced_pending_then_approved_with_narrowing(tenant_a, system, a
         reason="reports",
     )
     assert req.status == "pending"
-    assert access.accessible(tenant_a, agent, "") == []
+    assert reachability.accessible(tenant_a, agent, "") == []
     with pytest.raises(ServiceError):
         services.request_review(actor=system, request_id=req.pk, approved=True, tool_allow=["drop"])
     before = version(tenant_a)
@@ -158,7 +158,7 @@ def test_request_forced_pending_then_approved_with_narrowing(tenant_a, system, a
     grant = AgentGrant.objects.for_tenant(tenant_a).get(server=server, agent=agent)
     assert grant.enabled
     assert grant.tool_allow == ["query"]
-    assert [list(e.registered) for e in access.accessible(tenant_a, agent, "")] == [["mcp_pg__query"]]
+    assert [list(e.registered) for e in reachability.accessible(tenant_a, agent, "")] == [["mcp_pg__query"]]
     with pytest.raises(ServiceError) as again:
         services.request_review(actor=system, request_id=req.pk, approved=False)
     assert again.value.status == 409
@@ -247,7 +247,7 @@ def test_server_delete_removes_grants_and_access(tenant_a, system, agent):
     assert version(tenant_a) == before + 1
     assert not AgentGrant.objects.for_tenant(tenant_a).exists()
     assert not AccessRequest.objects.for_tenant(tenant_a).exists()
-    assert access.accessible(tenant_a, agent, "") == []
+    assert reachability.accessible(tenant_a, agent, "") == []
     assert AuditEvent.objects.for_tenant(tenant_a).get(verb="mcp.server.deleted").data["name"] == "pg"
     with pytest.raises(ServiceError) as exc:
         services.server_delete(actor=system, server=server)
@@ -265,7 +265,9 @@ def test_user_request_approval_creates_a_narrowing_user_grant(tenant_a, system, 
     grant = UserGrant.objects.for_tenant(tenant_a).get(server=server, user_id="u1")
     assert grant.enabled
     assert grant.tool_allow == ["schema"]
-    assert [list(e.registered) for e in access.accessible(tenant_a, agent, "u1")] == [["mcp_pg__schema"]]
+    assert [list(e.registered) for e in reachability.accessible(tenant_a, agent, "u1")] == [
+        ["mcp_pg__schema"]
+    ]
 
 
 @pytest.mark.parametrize(

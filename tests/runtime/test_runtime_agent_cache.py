@@ -1,4 +1,4 @@
-"""The agent cache of the hot path (``access.runtime_agent``): it saves execute's agent query, and a
+"""The agent cache of the hot path (``access.access_runtime_agent``): it saves execute's agent query, and a
 change to an agent is seen by the very next call, because every change raises the tenant's
 ``config_version``, which each request reads with its tenant."""
 

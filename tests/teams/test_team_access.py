@@ -9,8 +9,8 @@ import pytest
 
 from apps.runtime import pipeline
 from apps.teams import services
+from apps.teams.access import access_refusal
 from apps.teams.models import Task
-from apps.teams.team_settings import access_refusal
 from apps.tenants.actors import Actor
 from apps.toolkit import gateway
 from tests.teams.conftest import make_crew

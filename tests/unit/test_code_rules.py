@@ -6,7 +6,10 @@
 * No ``.objects.`` in views, API modules and agent-tool modules: reads belong in selectors, writes in
   services. Today's exceptions are listed here and may only shrink: when one goes, remove its entry (or
   lower its count); the test fails on a stale entry too, so the list stays exact.
-* No private name (``_x``) imported from another app: what an app shares it makes public."""
+* No private name (``_x``) imported from another app: what an app shares it makes public.
+* One home for access rules: every ``access_*`` function (one object inside the actor's tenant, a missing
+  one and another tenant's giving the same 404) lives in its app's ``apps/<app>/access.py``, and such a
+  module defines nothing public but ``access_*`` functions. This one has no exceptions."""
 
 from __future__ import annotations
 
@@ -92,6 +95,31 @@ def test_no_new_orm_query_in_views_api_or_agent_tool_modules():
     assert not grown, f"read through a selector or write through a service instead: {grown}"
     shrunk = {path: n for path, n in OBJECTS_IN_SURFACE.items() if found.get(path, 0) < n}
     assert not shrunk, f"lower these counts in OBJECTS_IN_SURFACE to what is left: {shrunk}"
+
+
+def _access_rule_breaches() -> list[str]:
+    breaches = []
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    for path in sorted(APPS.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if "migrations" in relative.parts:
+            continue
+        home = len(relative.parts) == 3 and relative.name == "access.py"
+        if relative.name == "access.py" and not home:
+            breaches.append(f"{relative}: an access module belongs at apps/<app>/access.py")
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, definitions) and node.name.startswith("access_") and not home:
+                breaches.append(f"{relative}: {node.name} belongs in apps/{relative.parts[1]}/access.py")
+        for statement in tree.body if home else []:
+            if isinstance(statement, definitions) and not statement.name.startswith(("access_", "_")):
+                breaches.append(f"{relative}: {statement.name} is not an access_* function")
+    return breaches
+
+
+def test_access_functions_live_in_their_apps_access_module_and_nothing_else_does():
+    breaches = _access_rule_breaches()
+    assert not breaches, f"move or rename (access.py holds access_* functions only): {breaches}"
 
 
 def _private_names_across_apps() -> list[str]:

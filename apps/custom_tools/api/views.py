@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.custom_tools import selectors, services
+from apps.custom_tools.access import access_custom_tool
 from apps.custom_tools.api import serializers as s
 from apps.custom_tools.models import CustomTool
 from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet
@@ -54,7 +55,7 @@ class CustomToolViewSet(TenantScopedViewSet):
         # method, an unsupported one included.
         super().initial(request, *args, **kwargs)
         if "pk" in kwargs:
-            self.tool = selectors.access_custom_tool(actor=self.actor, id=kwargs["pk"])
+            self.tool = access_custom_tool(actor=self.actor, id=kwargs["pk"])
 
     def scope_queryset(self, queryset: Any) -> Any:
         if self.action != "list":
@@ -95,7 +96,7 @@ class CustomToolViewSet(TenantScopedViewSet):
         if "agent" in data:
             data["agent"] = self._agent(data["agent"])
         tool = services.custom_tool_create(actor=self.actor, **data)
-        tool = selectors.access_custom_tool(actor=self.actor, id=tool.pk)
+        tool = access_custom_tool(actor=self.actor, id=tool.pk)
         return Response(s.CustomToolOutput(tool).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.CustomToolUpdateInput, responses={200: s.CustomToolOutput})
@@ -104,7 +105,7 @@ class CustomToolViewSet(TenantScopedViewSet):
         if "agent" in data:
             data["agent"] = self._agent(data["agent"])
         services.custom_tool_update(actor=self.actor, tool=self.tool, **data)
-        return Response(s.CustomToolOutput(selectors.access_custom_tool(actor=self.actor, id=pk)).data)
+        return Response(s.CustomToolOutput(access_custom_tool(actor=self.actor, id=pk)).data)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, pk: str) -> Response:

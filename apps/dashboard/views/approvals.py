@@ -12,6 +12,7 @@ from django.urls import reverse
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.views.confirm import confirm_action
 from apps.policy import approval_services
+from apps.policy.access import access_approval, access_rule
 from apps.policy.approval_models import ApprovalDecision, ApprovalStatus
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
@@ -53,7 +54,7 @@ def approval_inbox(request: DashboardRequest) -> HttpResponse:
 @dashboard_view(Role.ADMIN, methods=("POST",))
 def approval_decide(request: DashboardRequest, id: UUID) -> HttpResponse:
     """Allow once or allow always (POST from the inbox). Denying goes through :func:`approval_deny`."""
-    approval = approval_services.access_approval(actor=request.actor, id=id)
+    approval = access_approval(actor=request.actor, id=id)
     decision = request.POST.get("decision", "")
     reason = request.POST.get("reason", "").strip()
     if decision not in {ApprovalDecision.ALLOW_ONCE, ApprovalDecision.ALLOW_ALWAYS}:
@@ -74,7 +75,7 @@ def approval_decide(request: DashboardRequest, id: UUID) -> HttpResponse:
 @dashboard_view(Role.ADMIN)
 def approval_deny(request: DashboardRequest, id: UUID) -> HttpResponse:
     """Ask for confirmation and a reason (GET), then deny (POST); the waiting call is refused."""
-    approval = approval_services.access_approval(actor=request.actor, id=id)
+    approval = access_approval(actor=request.actor, id=id)
     reason = request.POST.get("reason", "").strip() if request.method == "POST" else ""
     if request.method == "POST" and len(reason) > approval_services.MAX_REASON_CHARS:
         messages.error(
@@ -114,7 +115,7 @@ def rule_list(request: DashboardRequest) -> HttpResponse:
 @dashboard_view(Role.ADMIN)
 def rule_revoke(request: DashboardRequest, id: UUID) -> HttpResponse:
     """Ask for confirmation (GET), then revoke the rule (POST)."""
-    rule = approval_services.access_rule(actor=request.actor, id=id)
+    rule = access_rule(actor=request.actor, id=id)
 
     def perform() -> str:
         approval_services.rule_revoke(actor=request.actor, rule=rule)

@@ -21,6 +21,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from apps.custom_tools import selectors, services
+from apps.custom_tools.access import access_custom_tool
 from apps.custom_tools.execution import mask
 from apps.custom_tools.models import CustomTool
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
@@ -38,7 +39,7 @@ PLACEHOLDER = uuid.UUID(int=0)  # a tool's id in URL templates the page's script
 
 
 def _tool(request: DashboardRequest, id: uuid.UUID) -> CustomTool:
-    return selectors.access_custom_tool(actor=request.actor, id=id)
+    return access_custom_tool(actor=request.actor, id=id)
 
 
 def _agent_keys(request: DashboardRequest) -> list[str]:

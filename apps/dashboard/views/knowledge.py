@@ -22,6 +22,7 @@ from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import add_service_error, parse_json_object
 from apps.dashboard.views.confirm import confirm_action
 from apps.knowledge import selectors, services
+from apps.knowledge.access import access_entity, access_relation
 from apps.knowledge.models import (
     MAX_DESCRIPTION_CHARS,
     MAX_NAME_CHARS,
@@ -185,7 +186,7 @@ def entity_detail(request: DashboardRequest, key: str, pk: str) -> HttpResponse:
     """One entity: its description, aliases and properties, its relations out and in; for administrators
     the edit form and the form to add a relation."""
     agent = access_agent(actor=request.actor, key=key)
-    entity = selectors.access_entity(tenant=request.actor.tenant, agent=agent, id=pk)
+    entity = access_entity(tenant=request.actor.tenant, agent=agent, id=pk)
     can_edit = request.actor.can(Role.ADMIN)
     form = EntityForm(initial=_initial(entity)) if can_edit else None
     relation_form = RelationForm() if can_edit else None
@@ -251,7 +252,7 @@ def entity_create(request: DashboardRequest, key: str) -> HttpResponse:
 def entity_edit(request: DashboardRequest, key: str, pk: str) -> HttpResponse:
     """Set an entity's name, type, description, aliases and properties (replaced, not merged)."""
     agent = access_agent(actor=request.actor, key=key)
-    entity = selectors.access_entity(tenant=request.actor.tenant, agent=agent, id=pk)
+    entity = access_entity(tenant=request.actor.tenant, agent=agent, id=pk)
     form = EntityForm(request.POST)
     if form.is_valid():
         data = form.payload()
@@ -278,7 +279,7 @@ def entity_edit(request: DashboardRequest, key: str, pk: str) -> HttpResponse:
 def relation_add(request: DashboardRequest, key: str, pk: str) -> HttpResponse:
     """Add (or update) a relation between this entity and another, named by type and name."""
     agent = access_agent(actor=request.actor, key=key)
-    entity = selectors.access_entity(tenant=request.actor.tenant, agent=agent, id=pk)
+    entity = access_entity(tenant=request.actor.tenant, agent=agent, id=pk)
     form = RelationForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data
@@ -314,7 +315,7 @@ def relation_add(request: DashboardRequest, key: str, pk: str) -> HttpResponse:
 def entity_delete(request: DashboardRequest, key: str, pk: str) -> HttpResponse:
     """Ask for confirmation (GET), then delete an entity with its relations (POST)."""
     agent = access_agent(actor=request.actor, key=key)
-    entity = selectors.access_entity(tenant=request.actor.tenant, agent=agent, id=pk)
+    entity = access_entity(tenant=request.actor.tenant, agent=agent, id=pk)
 
     def perform() -> tuple[str, str]:
         removed = services.entity_delete(actor=request.actor, agent=agent, entity=entity)
@@ -336,7 +337,7 @@ def relation_delete(request: DashboardRequest, key: str, pk: str) -> HttpRespons
     """Ask for confirmation (GET), then delete one relation (POST); back to the entity it was opened
     from (``?from=<id>``, its source by default)."""
     agent = access_agent(actor=request.actor, key=key)
-    relation = selectors.access_relation(tenant=request.actor.tenant, agent=agent, id=pk)
+    relation = access_relation(tenant=request.actor.tenant, agent=agent, id=pk)
     back_to = relation.target if request.GET.get("from") == str(relation.target.pk) else relation.source
     label = f"{relation.source.name} --{relation.relation_type}--> {relation.target.name}"
 

@@ -30,6 +30,7 @@ from apps.dashboard.forms_mcp import WriteOnlyTextarea
 from apps.dashboard.views.confirm import confirm_action
 from apps.dashboard.views.submit import submit_form
 from apps.llm import selectors, services
+from apps.llm.access import access_provider
 from apps.llm.models import CAPABILITIES, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, Provider
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
@@ -132,7 +133,7 @@ class ProviderForm(DashboardForm):
 
 
 def _provider(request: DashboardRequest, id: uuid.UUID) -> Provider:
-    return selectors.access_provider(actor=request.actor, id=id)
+    return access_provider(actor=request.actor, id=id)
 
 
 def _place_error(form: ProviderForm, exc: ServiceError) -> None:

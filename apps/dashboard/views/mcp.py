@@ -35,6 +35,7 @@ from apps.dashboard.forms_mcp import (
 )
 from apps.dashboard.views.confirm import confirm_action, set_enabled
 from apps.mcp_grants import naming, selectors, services
+from apps.mcp_grants.access import access_request
 from apps.mcp_grants.models import AccessRequest, AgentGrant, MCPServer, UserGrant
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
@@ -476,7 +477,7 @@ def request_inbox(request: DashboardRequest) -> HttpResponse:
 def request_review(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     """A request's review page (GET): approve with the tools it asked for or fewer, or reject, with a
     note. POST decides (from this page, or the inbox's quick approve, which grants what was asked)."""
-    req = selectors.access_request(actor=request.actor, id=id)
+    req = access_request(actor=request.actor, id=id)
     requested = list(req.tool_allow) if req.tool_allow is not None else None
     tools = _picker_tools(req.server) if requested is None else requested
     form = ReviewForm(

@@ -22,6 +22,7 @@ from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import add_service_error
 from apps.dashboard.views.confirm import confirm_action
 from apps.memory import selectors, services
+from apps.memory.access import access_document
 from apps.memory.models import MAX_DOCUMENT_CHARS, MAX_PATH_CHARS, MemoryDocument
 from apps.memory.search import SearchError, hybrid_search
 from apps.memory.selectors import PathError
@@ -74,7 +75,7 @@ def _document(request: DashboardRequest, agent: Agent) -> MemoryDocument:
     user_id = request.GET.get("user", "")
     if len(user_id) > MAX_USER_ID_CHARS:
         raise Http404("No such user id.")
-    return selectors.access_document(tenant=request.actor.tenant, agent=agent, user_id=user_id, path=path)
+    return access_document(tenant=request.actor.tenant, agent=agent, user_id=user_id, path=path)
 
 
 @dashboard_view(Role.VIEWER, methods=READ_ONLY)

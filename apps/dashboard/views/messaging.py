@@ -33,6 +33,7 @@ from apps.dashboard.forms_mcp import MONO, WriteOnlyTextarea
 from apps.dashboard.views.confirm import confirm_action
 from apps.dashboard.views.submit import submit_form
 from apps.messaging import selectors, services
+from apps.messaging.access import access_channel
 from apps.messaging.models import MAX_CHAT_ID_CHARS, MAX_URL_CHARS, Channel
 from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
@@ -170,7 +171,7 @@ class TestSendForm(DashboardForm):
 
 
 def _channel(request: DashboardRequest, id: uuid.UUID) -> Channel:
-    return selectors.access_channel(actor=request.actor, id=id)
+    return access_channel(actor=request.actor, id=id)
 
 
 def _agents(request: DashboardRequest, channel: Channel | None) -> list[str]:

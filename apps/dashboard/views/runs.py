@@ -30,6 +30,7 @@ from apps.runs import cron, selectors, services
 from apps.runs.models import CronFiring, CronJob, Run
 from apps.sessions import selectors as session_selectors
 from apps.sessions import services as session_services
+from apps.sessions.access import access_session
 from apps.sessions.models import MAX_USER_ID, Session, SessionMessage
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent
@@ -57,7 +58,7 @@ def _run(request: DashboardRequest, id: uuid.UUID) -> Run:
 
 def _session(request: DashboardRequest, id: uuid.UUID) -> Session:
     try:
-        return session_selectors.access_session(actor=request.actor, id=id)
+        return access_session(actor=request.actor, id=id)
     except ServiceError:
         raise Http404("No session with this id.") from None
 

@@ -24,6 +24,7 @@ from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import SandboxSettingsForm, add_service_error
 from apps.dashboard.views.confirm import confirm_action
 from apps.sandbox import manager, selectors, services
+from apps.sandbox.access import access_container
 from apps.sandbox.models import SandboxContainer
 from apps.tenants.access import access_agent
 from apps.tenants.errors import ServiceError
@@ -101,7 +102,7 @@ def sandbox_containers(request: DashboardRequest) -> HttpResponse:
 
 
 def _container(request: DashboardRequest, id: uuid.UUID) -> SandboxContainer:
-    return selectors.access_container(actor=request.actor, id=id)
+    return access_container(actor=request.actor, id=id)
 
 
 @dashboard_view(Role.ADMIN)

@@ -25,6 +25,7 @@ from apps.dashboard.forms import add_service_error
 from apps.dashboard.forms_tools import BinaryForm, BinaryTestForm, CredentialForm, GrantForm
 from apps.dashboard.views.confirm import confirm_action, set_enabled
 from apps.secure_cli import selectors, services
+from apps.secure_cli.access import access_binary, access_credential, access_grant
 from apps.secure_cli.models import SecureCLIBinary
 from apps.secure_cli.presets import PRESETS
 from apps.tenants.errors import ServiceError
@@ -38,7 +39,7 @@ PLACEHOLDER = uuid.UUID(int=0)  # a binary's id in URL templates the page's scri
 
 
 def _binary(request: DashboardRequest, id: uuid.UUID) -> SecureCLIBinary:
-    return selectors.access_binary(actor=request.actor, id=id)
+    return access_binary(actor=request.actor, id=id)
 
 
 def _agent_keys(request: DashboardRequest) -> list[str]:
@@ -254,7 +255,7 @@ def grant_create(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
 def grant_edit(request: DashboardRequest, id: uuid.UUID, key: str) -> HttpResponse:
     """Change an agent's grant: its state, overrides and write-only credentials."""
     binary = _binary(request, id)
-    grant = selectors.access_grant(actor=request.actor, binary=binary, agent_key=key)
+    grant = access_grant(actor=request.actor, binary=binary, agent_key=key)
     shown = services.grant_data(grant)
     form = GrantForm(
         request.POST if request.method == "POST" else None,
@@ -279,7 +280,7 @@ def grant_edit(request: DashboardRequest, id: uuid.UUID, key: str) -> HttpRespon
 def grant_delete(request: DashboardRequest, id: uuid.UUID, key: str) -> HttpResponse:
     """Ask for confirmation (GET), then delete the grant (POST)."""
     binary = _binary(request, id)
-    grant = selectors.access_grant(actor=request.actor, binary=binary, agent_key=key)
+    grant = access_grant(actor=request.actor, binary=binary, agent_key=key)
 
     def perform() -> str:
         services.grant_delete(actor=request.actor, grant=grant)
@@ -310,7 +311,7 @@ def credential_edit(request: DashboardRequest, id: uuid.UUID, user_id: str | Non
     binary = _binary(request, id)
     stored = None
     if user_id is not None:
-        stored = selectors.access_credential(actor=request.actor, binary=binary, user_id=user_id)
+        stored = access_credential(actor=request.actor, binary=binary, user_id=user_id)
     form = CredentialForm(
         request.POST if request.method == "POST" else None,
         env_names=sorted(stored.env) if stored is not None else None,
@@ -338,7 +339,7 @@ def credential_delete(request: DashboardRequest, id: uuid.UUID, user_id: str) ->
     """Remove a user's own credentials (their calls use the binary's and the grant's), after
     confirmation."""
     binary = _binary(request, id)
-    stored = selectors.access_credential(actor=request.actor, binary=binary, user_id=user_id)
+    stored = access_credential(actor=request.actor, binary=binary, user_id=user_id)
 
     def perform() -> str:
         services.credential_delete(actor=request.actor, credential=stored)

@@ -22,6 +22,7 @@ from django.urls import reverse
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.views.confirm import confirm_action, set_enabled
 from apps.skills import selectors, services
+from apps.skills.access import access_skill
 from apps.skills.models import MAX_CONTENT_CHARS, Skill
 from apps.skills.parsing import EXAMPLE
 from apps.tenants.errors import ServiceError
@@ -85,7 +86,7 @@ def _agent(request: DashboardRequest, key: str) -> Agent | None:
 
 
 def _skill(request: DashboardRequest, id: uuid.UUID) -> Skill:
-    return selectors.access_skill(tenant=request.actor.tenant, id=id)
+    return access_skill(tenant=request.actor.tenant, id=id)
 
 
 def _skill_url(skill: Skill) -> str:

@@ -4,7 +4,7 @@ log of task events (viewers read).
 
 Every team, task and escalation is found inside the tenant the page acts in: another tenant's (or
 another team's) is 404 whatever the method, and so is a team the user's grants do not reach
-(``apps.teams.access``); acting there without an operator grant is 403. Task actions go through
+(``apps.teams.visibility``); acting there without an operator grant is 403. Task actions go through
 ``apps.teams.services`` — the board's state machine as the human ``<email>``, audited — and a refusal
 shows the board's message.
 """
@@ -37,8 +37,8 @@ from apps.dashboard.forms import (
     add_service_error,
 )
 from apps.dashboard.views.confirm import confirm_action
-from apps.teams import access, board, selectors, services
-from apps.teams.api.access import access_member, access_team
+from apps.teams import board, selectors, services, visibility
+from apps.teams.access import access_member, access_team
 from apps.teams.board import BoardError
 from apps.teams.models import Escalation, Task, Team
 from apps.tenants.errors import ServiceError
@@ -77,7 +77,7 @@ def _team(request: DashboardRequest, id: uuid.UUID) -> Team:
 
 def _act_refusal(request: DashboardRequest, team: Team) -> HttpResponse | None:
     """The 403 page when the user's grant on the team does not let them act on its tasks."""
-    refusal = access.act_refusal(request.actor, team)
+    refusal = visibility.act_refusal(request.actor, team)
     return None if refusal is None else forbidden(request, refusal)
 
 
@@ -336,7 +336,7 @@ def team_board(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
             "chats": chats,
             "chat": chat,
             "escalations": escalations,
-            "can_act": access.can_act(request.actor, team) and team.status == Team.Status.ACTIVE,
+            "can_act": visibility.can_act(request.actor, team) and team.status == Team.Status.ACTIVE,
             "live_config": {**_live_config(team), "chat": chat},
         },
     )
@@ -400,7 +400,7 @@ def task_detail(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) ->
             "detail": detail,
             "waits_on": [detail.blockers[b] for b in task.blocked_by if b in detail.blockers],
             "escalations": list(_escalations(team, team.tenant).filter(task_id=task.pk)[:50]),
-            "can_act": access.can_act(request.actor, team),
+            "can_act": visibility.can_act(request.actor, team),
             "can": {
                 "assign": status == Status.PENDING and bool(members),
                 "cancel": status not in (Status.COMPLETED, Status.CANCELLED),
@@ -573,7 +573,7 @@ def escalation_inbox(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
             "team": team,
             "live_config": {**_live_config(team), "topics": [board.topic(team)], **_escalation_urls(team)},
         },
-        can_act=access.can_act(request.actor, team),
+        can_act=visibility.can_act(request.actor, team),
     )
 
 
@@ -594,7 +594,7 @@ def escalations_all(request: DashboardRequest) -> HttpResponse:
     teams = list(selectors.active_teams(actor=request.actor)[:MAX_TEAMS_LIVE])
     return _escalation_page(
         request,
-        _escalations(None, tenant).filter(access.team_visibility(request.actor, "team_id")),
+        _escalations(None, tenant).filter(visibility.team_visibility(request.actor, "team_id")),
         "dashboard/teams/escalations.html",
         {
             "team": None,

@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.knowledge import selectors, services
+from apps.knowledge.access import access_entity, access_relation
 from apps.knowledge.api import serializers as s
 from apps.knowledge.models import Entity, Relation
 from apps.knowledge.search import SearchError, knowledge_search
@@ -160,12 +161,12 @@ class EntityViewSet(AgentGraphViewSet):
 
     @extend_schema(responses={200: s.EntityDetailOutput})
     def retrieve(self, request: Request, key: str, pk: str) -> Response:
-        entity = selectors.access_entity(tenant=self.actor.tenant, agent=self.agent, id=pk)
+        entity = access_entity(tenant=self.actor.tenant, agent=self.agent, id=pk)
         return Response(self._detail(entity))
 
     @extend_schema(request=s.EntityPatchBody, responses={200: s.EntityDetailOutput})
     def partial_update(self, request: Request, key: str, pk: str) -> Response:
-        entity = selectors.access_entity(tenant=self.actor.tenant, agent=self.agent, id=pk)
+        entity = access_entity(tenant=self.actor.tenant, agent=self.agent, id=pk)
         body = _body(request)
         unknown = sorted(set(body) - PATCH_FIELDS)
         if unknown:
@@ -189,7 +190,7 @@ class EntityViewSet(AgentGraphViewSet):
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, key: str, pk: str) -> Response:
-        entity = selectors.access_entity(tenant=self.actor.tenant, agent=self.agent, id=pk)
+        entity = access_entity(tenant=self.actor.tenant, agent=self.agent, id=pk)
         services.entity_delete(actor=self.actor, agent=self.agent, entity=entity)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -215,7 +216,7 @@ class RelationViewSet(AgentGraphViewSet):
         data = filters.validated_data
         entity = None
         if data.get("entity"):
-            entity = selectors.access_entity(tenant=self.actor.tenant, agent=self.agent, id=data["entity"])
+            entity = access_entity(tenant=self.actor.tenant, agent=self.agent, id=data["entity"])
         rows = selectors.relation_list(
             tenant=self.actor.tenant,
             agent=self.agent,
@@ -247,12 +248,12 @@ class RelationViewSet(AgentGraphViewSet):
 
     @extend_schema(responses={200: s.RelationOutput})
     def retrieve(self, request: Request, key: str, pk: str) -> Response:
-        relation = selectors.access_relation(tenant=self.actor.tenant, agent=self.agent, id=pk)
+        relation = access_relation(tenant=self.actor.tenant, agent=self.agent, id=pk)
         return Response(s.RelationOutput(relation_fields(relation)).data)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, key: str, pk: str) -> Response:
-        relation = selectors.access_relation(tenant=self.actor.tenant, agent=self.agent, id=pk)
+        relation = access_relation(tenant=self.actor.tenant, agent=self.agent, id=pk)
         services.relation_delete(actor=self.actor, agent=self.agent, relation=relation)
         return Response(status=status.HTTP_204_NO_CONTENT)
 

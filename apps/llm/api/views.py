@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.llm import selectors, services
+from apps.llm.access import access_provider
 from apps.llm.api import serializers as s
 from apps.llm.models import Provider
 from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet
@@ -47,7 +48,7 @@ class ProviderViewSet(TenantScopedViewSet):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         if "pk" in kwargs:
-            self.provider = selectors.access_provider(actor=self.actor, id=kwargs["pk"])
+            self.provider = access_provider(actor=self.actor, id=kwargs["pk"])
 
     def scope_queryset(self, queryset: Any) -> Any:
         if self.action != "list":
@@ -64,7 +65,7 @@ class ProviderViewSet(TenantScopedViewSet):
     @extend_schema(request=s.ProviderCreateInput, responses={201: s.ProviderOutput})
     def create(self, request: Request) -> Response:
         provider = services.provider_create(actor=self.actor, **_body(s.ProviderCreateInput, request))
-        provider = selectors.access_provider(actor=self.actor, id=provider.pk)
+        provider = access_provider(actor=self.actor, id=provider.pk)
         return Response(s.ProviderOutput(provider).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.ProviderUpdateInput, responses={200: s.ProviderOutput})
@@ -72,7 +73,7 @@ class ProviderViewSet(TenantScopedViewSet):
         services.provider_update(
             actor=self.actor, provider=self.provider, **_body(s.ProviderUpdateInput, request)
         )
-        return Response(s.ProviderOutput(selectors.access_provider(actor=self.actor, id=pk)).data)
+        return Response(s.ProviderOutput(access_provider(actor=self.actor, id=pk)).data)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, pk: str) -> Response:

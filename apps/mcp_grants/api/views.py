@@ -22,6 +22,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.mcp_grants import selectors, services
+from apps.mcp_grants.access import (
+    access_agent_grant,
+    access_credential,
+    access_request,
+    access_server,
+    access_user_grant,
+)
 from apps.mcp_grants.api import serializers as s
 from apps.mcp_grants.models import (
     AccessRequest,
@@ -74,7 +81,7 @@ class ServerViewSet(TenantScopedViewSet):
         return self.get_paginated_response(s.ServerOutput(page, many=True).data)
 
     def retrieve(self, request: Request, name: str) -> Response:
-        return Response(s.ServerOutput(selectors.access_server(actor=self.actor, name=name)).data)
+        return Response(s.ServerOutput(access_server(actor=self.actor, name=name)).data)
 
     @extend_schema(request=s.ServerCreateInput, responses={201: s.ServerOutput})
     def create(self, request: Request) -> Response:
@@ -86,14 +93,14 @@ class ServerViewSet(TenantScopedViewSet):
 
     @extend_schema(request=s.ServerUpdateInput, responses={200: s.ServerOutput})
     def partial_update(self, request: Request, name: str) -> Response:
-        server = selectors.access_server(actor=self.actor, name=name)
+        server = access_server(actor=self.actor, name=name)
         data = _body(s.ServerUpdateInput, request)
         server = services.server_update(actor=self.actor, server=server, **data)
         return Response(s.ServerOutput(server).data)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, name: str) -> Response:
-        server = selectors.access_server(actor=self.actor, name=name)
+        server = access_server(actor=self.actor, name=name)
         services.server_delete(actor=self.actor, server=server)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -106,7 +113,7 @@ class ServerScopedViewSet(TenantScopedViewSet):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        self.server = selectors.access_server(actor=self.actor, name=kwargs["name"])
+        self.server = access_server(actor=self.actor, name=kwargs["name"])
 
     def scope_queryset(self, queryset: Any) -> Any:
         if getattr(self, "server", None) is None:
@@ -183,7 +190,7 @@ class AgentGrantViewSet(ServerScopedViewSet):
         return access_agent(actor=self.actor, key=key)
 
     def retrieve(self, request: Request, name: str, key: str) -> Response:
-        grant = selectors.access_agent_grant(actor=self.actor, server=self.server, agent_key=key)
+        grant = access_agent_grant(actor=self.actor, server=self.server, agent_key=key)
         return Response(s.AgentGrantOutput(grant).data)
 
     @extend_schema(request=s.GrantInput, responses={200: s.AgentGrantOutput, 201: s.AgentGrantOutput})
@@ -194,13 +201,13 @@ class AgentGrantViewSet(ServerScopedViewSet):
             selectors.agent_grants(tenant=self.actor.tenant, server=self.server).filter(agent=agent).exists()
         )
         grant = services.agent_grant_set(actor=self.actor, server=self.server, agent=agent, **data)
-        grant = selectors.access_agent_grant(actor=self.actor, server=self.server, agent_key=agent.key)
+        grant = access_agent_grant(actor=self.actor, server=self.server, agent_key=agent.key)
         code = status.HTTP_200_OK if existed else status.HTTP_201_CREATED
         return Response(s.AgentGrantOutput(grant).data, status=code)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, name: str, key: str) -> Response:
-        grant = selectors.access_agent_grant(actor=self.actor, server=self.server, agent_key=key)
+        grant = access_agent_grant(actor=self.actor, server=self.server, agent_key=key)
         services.grant_delete(actor=self.actor, grant=grant)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -215,7 +222,7 @@ class UserGrantViewSet(ServerScopedViewSet):
     read_role = Role.ADMIN
 
     def retrieve(self, request: Request, name: str, user_id: str) -> Response:
-        grant = selectors.access_user_grant(actor=self.actor, server=self.server, user_id=user_id)
+        grant = access_user_grant(actor=self.actor, server=self.server, user_id=user_id)
         return Response(s.UserGrantOutput(grant).data)
 
     @extend_schema(request=s.GrantInput, responses={200: s.UserGrantOutput, 201: s.UserGrantOutput})
@@ -227,13 +234,13 @@ class UserGrantViewSet(ServerScopedViewSet):
             .exists()
         )
         grant = services.user_grant_set(actor=self.actor, server=self.server, user_id=user_id, **data)
-        grant = selectors.access_user_grant(actor=self.actor, server=self.server, user_id=grant.user_id)
+        grant = access_user_grant(actor=self.actor, server=self.server, user_id=grant.user_id)
         code = status.HTTP_200_OK if existed else status.HTTP_201_CREATED
         return Response(s.UserGrantOutput(grant).data, status=code)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, name: str, user_id: str) -> Response:
-        grant = selectors.access_user_grant(actor=self.actor, server=self.server, user_id=user_id)
+        grant = access_user_grant(actor=self.actor, server=self.server, user_id=user_id)
         services.grant_delete(actor=self.actor, grant=grant)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -263,14 +270,12 @@ class CredentialViewSet(ServerScopedViewSet):
         )
         code = status.HTTP_200_OK if existed.exists() else status.HTTP_201_CREATED
         credential = services.credential_set(actor=self.actor, server=self.server, user_id=user_id, **data)
-        credential = selectors.access_credential(
-            actor=self.actor, server=self.server, user_id=credential.user_id
-        )
+        credential = access_credential(actor=self.actor, server=self.server, user_id=credential.user_id)
         return Response(s.CredentialOutput(credential).data, status=code)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, name: str, user_id: str) -> Response:
-        credential = selectors.access_credential(actor=self.actor, server=self.server, user_id=user_id)
+        credential = access_credential(actor=self.actor, server=self.server, user_id=user_id)
         services.credential_delete(actor=self.actor, credential=credential)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -328,7 +333,7 @@ class RequestViewSet(TenantScopedViewSet):
         # every method.
         super().initial(request, *args, **kwargs)
         if "pk" in kwargs:
-            self.target_request = selectors.access_request(actor=self.actor, id=kwargs["pk"])
+            self.target_request = access_request(actor=self.actor, id=kwargs["pk"])
 
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(s.RequestOutput(self.target_request).data)
@@ -367,7 +372,7 @@ class RequestViewSet(TenantScopedViewSet):
             tool_allow=data["tool_allow"],
             reason=data["reason"],
         )
-        return Response(s.RequestOutput(selectors.access_request(actor=actor, id=req.pk)).data, status=201)
+        return Response(s.RequestOutput(access_request(actor=actor, id=req.pk)).data, status=201)
 
     @extend_schema(request=s.ApproveInput, responses={200: s.RequestOutput})
     def approve(self, request: Request, pk: str) -> Response:
@@ -380,11 +385,11 @@ class RequestViewSet(TenantScopedViewSet):
             note=data["note"],
             tool_allow=data["tool_allow"],
         )
-        return Response(s.RequestOutput(selectors.access_request(actor=self.actor, id=req.pk)).data)
+        return Response(s.RequestOutput(access_request(actor=self.actor, id=req.pk)).data)
 
     @extend_schema(request=s.RejectInput, responses={200: s.RequestOutput})
     def reject(self, request: Request, pk: str) -> Response:
         req = self.target_request
         data = _body(s.RejectInput, request)
         services.request_review(actor=self.actor, request_id=req.pk, approved=False, note=data["note"])
-        return Response(s.RequestOutput(selectors.access_request(actor=self.actor, id=req.pk)).data)
+        return Response(s.RequestOutput(access_request(actor=self.actor, id=req.pk)).data)

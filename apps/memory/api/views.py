@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.memory import selectors, services
+from apps.memory.access import access_document
 from apps.memory.api import serializers as s
 from apps.memory.models import MemoryDocument
 from apps.memory.search import SearchError, hybrid_search
@@ -87,7 +88,7 @@ class MemoryDocumentViewSet(TenantScopedViewSet):
 
     @extend_schema(parameters=[s.DocumentScopeInput], responses={200: s.DocumentDetailOutput})
     def retrieve(self, request: Request, key: str, path: str) -> Response:
-        document = selectors.access_document(
+        document = access_document(
             tenant=self.actor.tenant, agent=self.agent, user_id=self._user_id(request), path=_path(path)
         )
         return Response(self._detail(document))
@@ -114,7 +115,7 @@ class MemoryDocumentViewSet(TenantScopedViewSet):
 
     @extend_schema(parameters=[s.DocumentScopeInput], request=None, responses={204: None})
     def destroy(self, request: Request, key: str, path: str) -> Response:
-        document = selectors.access_document(
+        document = access_document(
             tenant=self.actor.tenant, agent=self.agent, user_id=self._user_id(request), path=_path(path)
         )
         services.document_delete(actor=self.actor, agent=self.agent, document=document)

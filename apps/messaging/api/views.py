@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.messaging import selectors, services
+from apps.messaging.access import access_channel
 from apps.messaging.api import serializers as s
 from apps.messaging.models import Channel
 from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet
@@ -48,7 +49,7 @@ class ChannelViewSet(TenantScopedViewSet):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         if "pk" in kwargs:
-            self.channel = selectors.access_channel(actor=self.actor, id=kwargs["pk"])
+            self.channel = access_channel(actor=self.actor, id=kwargs["pk"])
 
     def scope_queryset(self, queryset: Any) -> Any:
         if self.action != "list":
@@ -65,7 +66,7 @@ class ChannelViewSet(TenantScopedViewSet):
     @extend_schema(request=s.ChannelCreateInput, responses={201: s.ChannelOutput})
     def create(self, request: Request) -> Response:
         channel = services.channel_create(actor=self.actor, **_body(s.ChannelCreateInput, request))
-        channel = selectors.access_channel(actor=self.actor, id=channel.pk)
+        channel = access_channel(actor=self.actor, id=channel.pk)
         return Response(s.ChannelOutput(channel).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.ChannelUpdateInput, responses={200: s.ChannelOutput})
@@ -73,7 +74,7 @@ class ChannelViewSet(TenantScopedViewSet):
         services.channel_update(
             actor=self.actor, channel=self.channel, **_body(s.ChannelUpdateInput, request)
         )
-        return Response(s.ChannelOutput(selectors.access_channel(actor=self.actor, id=pk)).data)
+        return Response(s.ChannelOutput(access_channel(actor=self.actor, id=pk)).data)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, pk: str) -> Response:
@@ -103,6 +104,6 @@ class OutboundMessageViewSet(TenantScopedViewSet):
 
     @extend_schema(responses={200: s.OutboundMessageOutput(many=True)})
     def list(self, request: Request, pk: str) -> Response:
-        channel = selectors.access_channel(actor=self.actor, id=pk)
+        channel = access_channel(actor=self.actor, id=pk)
         page = self.paginate_queryset(selectors.message_list(tenant=self.actor.tenant, channel=channel))
         return self.get_paginated_response(s.OutboundMessageOutput(page, many=True).data)

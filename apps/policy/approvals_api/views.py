@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.policy import approval_services
+from apps.policy.access import access_approval, access_rule
 from apps.policy.approval_models import ApprovalRule, PendingApproval
 from apps.policy.approvals_api import serializers as s
 from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet, TenantViewMixin
@@ -64,7 +65,7 @@ class ApprovalDecideView(TenantViewMixin, APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        self.approval = approval_services.access_approval(actor=self.actor, id=kwargs["pk"])
+        self.approval = access_approval(actor=self.actor, id=kwargs["pk"])
 
     @extend_schema(request=s.DecideInput, responses={200: s.ApprovalOutput})
     def post(self, request: Request, pk: str) -> Response:
@@ -98,6 +99,6 @@ class ApprovalRuleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Tena
 
     @extend_schema(request=None, responses={200: s.ApprovalRuleOutput})
     def destroy(self, request: Request, pk: str) -> Response:
-        rule = approval_services.access_rule(actor=self.actor, id=pk)
+        rule = access_rule(actor=self.actor, id=pk)
         rule = approval_services.rule_revoke(actor=self.actor, rule=rule)
         return Response(s.ApprovalRuleOutput(rule).data)

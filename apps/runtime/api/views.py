@@ -16,7 +16,7 @@ from apps.runtime.api import serializers as s
 from apps.runtime.approval_wait import finish_after_decision
 from apps.runtime.selectors import agent_tool_definitions
 from apps.secure_cli.selectors import guidance as cli_guidance
-from apps.tenants.access import runtime_agent
+from apps.tenants.access import access_runtime_agent
 from apps.tenants.api.base import TenantViewMixin
 from apps.tenants.roles import Role
 from apps.toolkit import gateway, presentation
@@ -93,7 +93,7 @@ class ExecuteView(TenantViewMixin, APIView):
         data = s.ExecuteInput(data=request.data)
         data.is_valid(raise_exception=True)
         body = data.validated_data
-        agent = runtime_agent(actor=self.actor, key=body["agent"])
+        agent = access_runtime_agent(actor=self.actor, key=body["agent"])
         context = body.get("context") or DEFAULT_CONTEXT
         tool_allow = context.get("tool_allow")  # the pipeline adds the channel topic's list
         step = pipeline.call(
@@ -141,7 +141,7 @@ class AgentToolsView(TenantViewMixin, APIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, key: str) -> Response:
-        agent = runtime_agent(actor=self.actor, key=key)
+        agent = access_runtime_agent(actor=self.actor, key=key)
         query = s.ToolsQueryInput(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         params: dict[str, Any] = query.validated_data

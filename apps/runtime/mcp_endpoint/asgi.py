@@ -51,7 +51,7 @@ from apps.audit import context as request_context
 from apps.policy.engine import CallScope
 from apps.runtime import caller
 from apps.runtime.mcp_endpoint import server
-from apps.tenants.access import runtime_agent
+from apps.tenants.access import access_runtime_agent
 from apps.tenants.authentication import ApiKeyAuthentication
 from apps.tenants.errors import ErrorCode, Forbidden
 from apps.toolkit.call_scope import CallScopeQueryInput
@@ -115,7 +115,7 @@ def _identify(
         )
     actor = authenticated[1]
     try:
-        agent = runtime_agent(actor=actor, key=agent_key)
+        agent = access_runtime_agent(actor=actor, key=agent_key)
     except Http404:
         return Refusal(404, ErrorCode.NOT_FOUND, "No agent with this key.", {})
     if len(query) > MAX_QUERY_CHARS:

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.sandbox import manager, selectors, services
+from apps.sandbox.access import access_container
 from apps.sandbox.api import serializers as s
 from apps.sandbox.models import SandboxContainer
 from apps.tenants.api.base import TenantScopedViewSet, TenantViewMixin
@@ -70,7 +71,7 @@ class ContainerViewSet(TenantScopedViewSet):
         # every method.
         super().initial(request, *args, **kwargs)
         if "pk" in kwargs:
-            self.row = selectors.access_container(actor=self.actor, id=kwargs["pk"])
+            self.row = access_container(actor=self.actor, id=kwargs["pk"])
 
     def scope_queryset(self, queryset: Any) -> Any:
         if self.action != "list":

@@ -17,7 +17,8 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.secure_cli import selectors, services
+from apps.secure_cli import services
+from apps.secure_cli.access import access_binary, access_credential, access_grant
 from apps.secure_cli.api import serializers as s
 from apps.secure_cli.models import SecureCLIAgentGrant, SecureCLIBinary, SecureCLIUserCredential
 from apps.secure_cli.presets import PRESETS
@@ -48,7 +49,7 @@ class BinaryViewSet(TenantScopedViewSet):
         return self.get_paginated_response(s.SecureCLIBinaryOutput(page, many=True).data)
 
     def retrieve(self, request: Request, pk: str) -> Response:
-        return Response(s.SecureCLIBinaryOutput(selectors.access_binary(actor=self.actor, id=pk)).data)
+        return Response(s.SecureCLIBinaryOutput(access_binary(actor=self.actor, id=pk)).data)
 
     @extend_schema(request=s.SecureCLIBinaryCreateInput, responses={201: s.SecureCLIBinaryOutput})
     def create(self, request: Request) -> Response:
@@ -58,14 +59,14 @@ class BinaryViewSet(TenantScopedViewSet):
 
     @extend_schema(request=s.SecureCLIBinaryFieldsInput, responses={200: s.SecureCLIBinaryOutput})
     def partial_update(self, request: Request, pk: str) -> Response:
-        binary = selectors.access_binary(actor=self.actor, id=pk)
+        binary = access_binary(actor=self.actor, id=pk)
         data = _body(s.SecureCLIBinaryFieldsInput, request)
         binary = services.binary_update(actor=self.actor, binary=binary, **data)
         return Response(s.SecureCLIBinaryOutput(binary).data)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, pk: str) -> Response:
-        binary = selectors.access_binary(actor=self.actor, id=pk)
+        binary = access_binary(actor=self.actor, id=pk)
         services.binary_delete(actor=self.actor, binary=binary)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -91,7 +92,7 @@ class BinaryScopedViewSet(TenantScopedViewSet):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        self.binary = selectors.access_binary(actor=self.actor, id=kwargs["pk"])
+        self.binary = access_binary(actor=self.actor, id=kwargs["pk"])
 
     def scope_queryset(self, queryset: Any) -> Any:
         if getattr(self, "binary", None) is None:
@@ -117,7 +118,7 @@ class GrantViewSet(BinaryScopedViewSet):
         return Response(s.SecureCLIGrantOutput(self.get_queryset(), many=True).data)
 
     def retrieve(self, request: Request, pk: str, key: str) -> Response:
-        grant = selectors.access_grant(actor=self.actor, binary=self.binary, agent_key=key)
+        grant = access_grant(actor=self.actor, binary=self.binary, agent_key=key)
         return Response(s.SecureCLIGrantOutput(grant).data)
 
     @extend_schema(
@@ -127,13 +128,13 @@ class GrantViewSet(BinaryScopedViewSet):
         agent = access_agent(actor=self.actor, key=key)
         data = _body(s.SecureCLIGrantInput, request)
         grant, created = services.grant_set(actor=self.actor, binary=self.binary, agent=agent, **data)
-        grant = selectors.access_grant(actor=self.actor, binary=self.binary, agent_key=agent.key)
+        grant = access_grant(actor=self.actor, binary=self.binary, agent_key=agent.key)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(s.SecureCLIGrantOutput(grant).data, status=code)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, pk: str, key: str) -> Response:
-        grant = selectors.access_grant(actor=self.actor, binary=self.binary, agent_key=key)
+        grant = access_grant(actor=self.actor, binary=self.binary, agent_key=key)
         services.grant_delete(actor=self.actor, grant=grant)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -162,13 +163,13 @@ class CredentialViewSet(BinaryScopedViewSet):
         credential, created = services.credential_set(
             actor=self.actor, binary=self.binary, user_id=user_id, env=data["env"]
         )
-        credential = selectors.access_credential(actor=self.actor, binary=self.binary, user_id=user_id)
+        credential = access_credential(actor=self.actor, binary=self.binary, user_id=user_id)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(s.SecureCLICredentialOutput(credential).data, status=code)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, pk: str, user_id: str) -> Response:
-        credential = selectors.access_credential(actor=self.actor, binary=self.binary, user_id=user_id)
+        credential = access_credential(actor=self.actor, binary=self.binary, user_id=user_id)
         services.credential_delete(actor=self.actor, credential=credential)
         return Response(status=status.HTTP_204_NO_CONTENT)
 

@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.sessions import selectors, services
+from apps.sessions.access import access_session
 from apps.sessions.api import serializers as s
 from apps.sessions.models import Session
 from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet
@@ -49,7 +50,7 @@ class SessionViewSet(TenantScopedViewSet):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         if "pk" in kwargs:
-            self.session = selectors.access_session(actor=self.actor, id=kwargs["pk"])
+            self.session = access_session(actor=self.actor, id=kwargs["pk"])
 
     def scope_queryset(self, queryset: Any) -> Any:
         if self.action != "list":
@@ -82,7 +83,7 @@ class SessionViewSet(TenantScopedViewSet):
         data = _body(s.SessionCreateInput, request)
         data["agent"] = self._agent(data["agent"])
         session, created = services.session_open(actor=self.actor, **data)
-        answer = s.SessionOutput(selectors.access_session(actor=self.actor, id=session.pk)).data
+        answer = s.SessionOutput(access_session(actor=self.actor, id=session.pk)).data
         return Response(answer, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     def retrieve(self, request: Request, pk: str) -> Response:
@@ -92,7 +93,7 @@ class SessionViewSet(TenantScopedViewSet):
     def partial_update(self, request: Request, pk: str) -> Response:
         data = _body(s.SessionUpdateInput, request)
         services.session_update(actor=self.actor, session=self.session, **data)
-        return Response(s.SessionOutput(selectors.access_session(actor=self.actor, id=pk)).data)
+        return Response(s.SessionOutput(access_session(actor=self.actor, id=pk)).data)
 
     @extend_schema(request=None, responses={204: None})
     def destroy(self, request: Request, pk: str) -> Response:

@@ -18,9 +18,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.skills import loading, selectors, services
+from apps.skills.access import access_skill
 from apps.skills.api import serializers as s
 from apps.skills.models import Skill, SkillUse
-from apps.tenants.access import runtime_agent
+from apps.tenants.access import access_runtime_agent
 from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet, TenantViewMixin
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent
@@ -71,7 +72,7 @@ class SkillViewSet(TenantScopedViewSet):
         # method, an unsupported one included.
         super().initial(request, *args, **kwargs)
         if "pk" in kwargs:
-            self.skill = selectors.access_skill(tenant=self.actor.tenant, id=kwargs["pk"])
+            self.skill = access_skill(tenant=self.actor.tenant, id=kwargs["pk"])
 
     def scope_queryset(self, queryset: Any) -> Any:
         if self.action != "list":
@@ -89,7 +90,7 @@ class SkillViewSet(TenantScopedViewSet):
         )
 
     def _detail(self) -> dict[str, Any]:
-        skill = selectors.access_skill(tenant=self.actor.tenant, id=self.skill.pk)
+        skill = access_skill(tenant=self.actor.tenant, id=self.skill.pk)
         return dict(s.SkillDetailOutput(skill).data)
 
     @extend_schema(parameters=[s.SkillFilterInput])
@@ -192,7 +193,7 @@ class SkillContextView(TenantViewMixin, APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        self.agent = runtime_agent(actor=self.actor, key=kwargs["key"])
+        self.agent = access_runtime_agent(actor=self.actor, key=kwargs["key"])
 
     @extend_schema(request=s.SkillContextInput, responses={200: s.SkillContextOutput})
     def post(self, request: Request, key: str) -> Response:

@@ -8,7 +8,7 @@ as the human ``<email>`` or ``api-key:<prefix>``; a refusal
 keeps the board's message: 409 for a task in the wrong state, 400 for invalid input, 404 for a task
 not on this board.
 
-A team with user grants is restricted for users below admin (``apps.teams.access``): without a grant it
+A team with user grants is restricted for users below admin (``apps.teams.visibility``): without a grant it
 is missing (absent from the list, 404 below it), and acting on its tasks or escalations needs an
 operator grant (403 otherwise).
 """
@@ -26,15 +26,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.teams import selectors, services
-from apps.teams.access import team_visibility
+from apps.teams.access import access_grant, access_member, access_team
 from apps.teams.api import serializers as s
-from apps.teams.api.access import access_grant, access_member, access_team, agent_named, require_act
 from apps.teams.api.pagination import TaskPagination
 from apps.teams.board import BoardError
 from apps.teams.models import Escalation, Task, TaskEvent, Team, TeamMember, TeamUserGrant
+from apps.teams.visibility import require_act, team_visibility
+from apps.tenants.actors import Actor
 from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet
 from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.errors import ErrorCode, ServiceError
+from apps.tenants.models import Agent
 from apps.tenants.roles import Role
 
 _BOARD_STATUS = {"conflict": 409, "invalid": 400, "not_found": 404, "forbidden": 403}
@@ -56,6 +58,19 @@ def _body(serializer: type[StrictSerializer], request: Request) -> dict[str, Any
     data = serializer(data=request.data)
     data.is_valid(raise_exception=True)
     return dict(data.validated_data)
+
+
+def agent_named(*, actor: Actor, field: str, key: str) -> Agent:
+    """The tenant's agent ``key`` named in a request body: a missing one (or another tenant's) is an
+    invalid input naming the field."""
+    agent = selectors.agent_get(tenant=actor.tenant, key=key)
+    if agent is None:
+        raise ServiceError(
+            ErrorCode.INVALID,
+            f"{field}: no agent {key[:64]!r} in this tenant.",
+            details={field: ["Unknown agent."]},
+        )
+    return agent
 
 
 def _members_prefetch(view: TenantScopedViewSet) -> Prefetch:  # type: ignore[type-arg]

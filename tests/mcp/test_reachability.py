@@ -1,4 +1,4 @@
-"""What an agent (and user) can reach: SPEC Part A "MCP" semantics, through access.accessible, the
+"""What an agent (and user) can reach: SPEC Part A "MCP" semantics, through reachability.accessible, the
 call-time authorize, and the policy universe."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from apps.accounts import services as tenant_services
-from apps.mcp_grants import access, bridge, services
-from apps.mcp_grants.access import is_tool_allowed
+from apps.mcp_grants import bridge, reachability, services
+from apps.mcp_grants.reachability import is_tool_allowed
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ServiceError
 from apps.toolkit.providers import ToolRefused
@@ -32,7 +32,7 @@ def pg(tenant_a):
 
 
 def reach(tenant, agent, user_id=""):
-    return {e.server.name: list(e.registered) for e in access.accessible(tenant, agent, user_id)}
+    return {e.server.name: list(e.registered) for e in reachability.accessible(tenant, agent, user_id)}
 
 
 def test_is_tool_allowed_table():
@@ -137,4 +137,4 @@ def test_tenant_isolation(system, tenant_a, tenant_b, agent, pg):
         services.agent_grant_set(actor=b_system, server=b_pg, agent=agent)
     assert reach(tenant_a, agent) == {"pg": ["mcp_pg__drop", "mcp_pg__query", "mcp_pg__schema"]}
     # A's agent looked up in B's tenant reaches nothing
-    assert access.accessible(tenant_b, agent, "") == []
+    assert reachability.accessible(tenant_b, agent, "") == []
