@@ -31,11 +31,10 @@ def agent_tool_definitions(
     built-in runner serve."""
     tenant = actor.tenant
     allow = call_tool_allow(tenant=tenant, agent=agent, scope=scope, tool_allow=tool_allow)
-    denied = engine.resolve(tenant, agent, scope).origin_deny.get(caller_origin(actor))
+    policy = engine.resolve(tenant, agent, scope)
+    denied = policy.origin_deny.get(caller_origin(actor))
     if denied:
-        allow = tuple(
-            name for name in engine.resolve(tenant, agent, scope).allowed(allow) if name not in denied
-        )
+        allow = tuple(name for name in policy.allowed(allow) if name not in denied)
     return listing.definitions(
         tenant=tenant,
         agent=agent,
