@@ -13,8 +13,8 @@ class RunsConfig(AppConfig):
         return [(tasks.ARCHIVE_SCHEDULE, "apps.runs.tasks.archive_subagents", 10)]
 
     def ready(self) -> None:
-        # Importing the module registers the spawn tool (apps/runtime/registry.py).
-        from apps.runs import cron_tool, subagents, teamwork  # noqa: F401
+        # Importing the module registers the cron and spawn tools (apps.toolkit.registry).
+        from apps.runs import agent_tools, teamwork  # noqa: F401
         from apps.teams import hooks
 
         hooks.on_dispatch(teamwork.on_dispatch)

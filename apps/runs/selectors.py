@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Q, QuerySet
 
-from apps.runs.models import CronFiring, CronJob, Run
+from apps.runs.models import ACTIVE, CronFiring, CronJob, Run
 
 if TYPE_CHECKING:
     from apps.sessions.models import Session
@@ -126,4 +126,44 @@ def cron_firing_list(*, tenant: Tenant, job: CronJob) -> QuerySet[CronFiring]:
         .filter(job=job)
         .select_related("run")
         .order_by("-created_at", "id")[:MAX_FIRINGS]
+    )
+
+
+def agent_cron_jobs(*, tenant: Tenant, agent: Agent) -> QuerySet[CronJob]:
+    """The agent's own scheduled jobs with their agent, oldest first (what its cron tool manages)."""
+    return (
+        CronJob.objects.for_tenant(tenant).select_related("agent").filter(agent=agent).order_by("created_at")
+    )
+
+
+def agent_cron_job(*, tenant: Tenant, agent: Agent, ref: str) -> CronJob | None:
+    """The agent's job whose id, or else whose name, is ``ref``; None when it has none such."""
+    jobs = agent_cron_jobs(tenant=tenant, agent=agent)
+    pk = _uuid(ref)
+    job = jobs.filter(pk=pk).first() if pk is not None else None
+    return job if job is not None else jobs.filter(name=ref).first()
+
+
+def subagent_runs(*, tenant: Tenant, session: Session) -> QuerySet[Run]:
+    """The subagent runs started from ``session`` (in sessions whose parent it is), with their session
+    and agent, unordered."""
+    return (
+        Run.objects.for_tenant(tenant)
+        .filter(kind=Run.Kind.SUBAGENT, session__parent=session)
+        .select_related("session", "agent")
+    )
+
+
+def active_subagent_count(*, tenant: Tenant) -> int:
+    """How many subagent runs of the tenant are queued, running or waiting."""
+    return Run.objects.for_tenant(tenant).filter(kind=Run.Kind.SUBAGENT, status__in=ACTIVE).count()
+
+
+def running_run(*, tenant: Tenant, session: Session) -> Run | None:
+    """The newest run of ``session`` that is running now, or None."""
+    return (
+        Run.objects.for_tenant(tenant)
+        .filter(session=session, status=Run.Status.RUNNING)
+        .order_by("-created_at")
+        .first()
     )

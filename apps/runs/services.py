@@ -275,6 +275,13 @@ def withdraw_approval(actor: Actor, approval_id: Any) -> None:
         return
 
 
+def run_mark_announced(*, run: Run, announced: bool = True) -> None:
+    """Record whether the subagent run's result still has to be announced to its parent's session (a
+    result returned in the call, or a run replaced by steering, is not announced)."""
+    Run.objects.for_tenant(run.tenant).filter(pk=run.pk).update(announced=announced)
+    run.announced = announced
+
+
 def run_actor(run: Run) -> Actor:
     """The actor the run's tool calls act as: whoever started it, with their role now. A revoked key or
     a removed member cannot act any more: ServiceError."""

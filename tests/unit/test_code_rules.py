@@ -9,7 +9,10 @@
 * No private name (``_x``) imported from another app: what an app shares it makes public.
 * One home for access rules: every ``access_*`` function (one object inside the actor's tenant, a missing
   one and another tenant's giving the same 404) lives in its app's ``apps/<app>/access.py``, and such a
-  module defines nothing public but ``access_*`` functions. This one has no exceptions."""
+  module defines nothing public but ``access_*`` functions. This one has no exceptions.
+* One home for agent tools: a tool implementation (``@tool(...)`` of ``apps.toolkit.registry``) is
+  defined in its app's ``apps/<app>/agent_tools.py``, or, for the gateway's own tools (files, exec, web,
+  clock), in ``apps/runtime/tools/``."""
 
 from __future__ import annotations
 
@@ -143,3 +146,30 @@ def _private_names_across_apps() -> list[str]:
 def test_no_private_name_crosses_apps():
     found = _private_names_across_apps()
     assert not found, f"make these public in their app (or keep them inside it): {found}"
+
+
+def _tool_registrations() -> set[str]:
+    found = set()
+    for path in sorted(APPS.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if "migrations" in relative.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in node.decorator_list:
+                    call = decorator.func if isinstance(decorator, ast.Call) else decorator
+                    if ast.unparse(call) in ("tool", "registry.tool"):
+                        found.add(str(relative))
+    return found
+
+
+def test_agent_tools_are_defined_in_their_apps_agent_tools_module():
+    found = _tool_registrations()
+    assert "apps/runs/agent_tools.py" in found  # the rule sees a registration where there is one
+    astray = sorted(
+        path
+        for path in found
+        if not (Path(path).name == "agent_tools.py" and len(Path(path).parts) == 3)
+        and not path.startswith("apps/runtime/tools/")
+    )
+    assert not astray, f"define agent tools in apps/<app>/agent_tools.py: {astray}"

@@ -9,26 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.secure_cli import services
 from apps.secure_cli.models import SecureCLIAgentGrant, SecureCLIBinary, SecureCLIUserCredential
 from apps.tenants.api.base import StrictSerializer
-
-STRING_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
-STRING_MAP: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
-
-
-@extend_schema_field(OpenApiTypes.BOOL)
-class FlagField(serializers.JSONField):
-    """true or false, nothing coerced (checked by the service)."""
+from apps.tenants.api.fields import STRING_LIST, FlagField, StringListField, StringMapField
 
 
 @extend_schema_field({"type": "integer", "nullable": True})
 class WholeNumberField(serializers.JSONField):
-    """A JSON integer (checked by the service)."""
+    """A JSON integer or null (checked by the service)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(allow_null=True, **kwargs)
@@ -36,20 +28,10 @@ class WholeNumberField(serializers.JSONField):
 
 @extend_schema_field({**STRING_LIST, "nullable": True})
 class PatternListField(serializers.JSONField):
-    """Regular expressions (checked by the service)."""
+    """Regular expressions, or null (checked by the service)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(allow_null=True, **kwargs)
-
-
-@extend_schema_field(STRING_LIST)
-class StringListField(serializers.JSONField):
-    """A list of strings (checked by the service)."""
-
-
-@extend_schema_field(STRING_MAP)
-class EnvField(serializers.JSONField):
-    """Variable names to values; write-only (checked by the service)."""
 
 
 def _text(**kwargs: Any) -> serializers.CharField:
@@ -60,7 +42,7 @@ class SecureCLIBinaryFieldsInput(StrictSerializer):
     binary_name = serializers.CharField(required=False, trim_whitespace=False)
     binary_path = _text(required=False, help_text="absolute path; empty: found on the safe PATH")
     description = _text(required=False)
-    env = EnvField(required=False, write_only=True, help_text="write-only; replaces the environment")
+    env = StringMapField(required=False, write_only=True, help_text="write-only; replaces the environment")
     deny_args = StringListField(required=False, help_text="searched in the arguments joined with spaces")
     deny_verbose = StringListField(required=False, help_text="start-anchored, matched per argument")
     timeout_seconds = WholeNumberField(required=False, help_text="1 to 3600")
@@ -107,7 +89,9 @@ class SecureCLIGrantInput(StrictSerializer):
     deny_verbose = PatternListField(required=False)
     timeout_seconds = WholeNumberField(required=False)
     tips = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False)
-    env = EnvField(required=False, write_only=True, help_text="write-only; replaces the grant's environment")
+    env = StringMapField(
+        required=False, write_only=True, help_text="write-only; replaces the grant's environment"
+    )
 
 
 class SecureCLIGrantOutput(serializers.Serializer):  # type: ignore[type-arg]
@@ -128,7 +112,7 @@ class SecureCLIGrantOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class SecureCLICredentialInput(StrictSerializer):
-    env = EnvField(write_only=True, help_text="write-only; the user's own variables")
+    env = StringMapField(write_only=True, help_text="write-only; the user's own variables")
 
 
 class SecureCLICredentialOutput(serializers.Serializer):  # type: ignore[type-arg]
