@@ -347,7 +347,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "apps.tenants.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "apps.tenants.api.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "apps.tenants.api.schema.ToolgateAutoSchema",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_THROTTLE_CLASSES": [],
     # JSON only; and `?format=` is ours (the tool listing's openai|anthropic|mcp), not content negotiation.

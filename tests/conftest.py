@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -38,6 +39,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
         connections.close_all()
         embedded_db.stop()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    # Figures a test records with ``record_property("summary", line)`` (the API fuzz run's coverage),
+    # printed where CI's log keeps them; under xdist the reports carry them back from the workers.
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for name, value in getattr(report, "user_properties", []):
+                if name == "summary" and getattr(report, "when", "call") == "call":
+                    terminalreporter.write_line(str(value))
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ valid names in the message.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,6 +24,10 @@ from apps.tenants.access import access_agent
 from apps.tenants.api.base import TenantViewMixin
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent
+
+NAME = OpenApiParameter(
+    "name", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(NAMES), description="The context file."
+)
 
 
 def _user_id(value: str) -> str:
@@ -48,6 +53,11 @@ class AgentFilesView(TenantViewMixin, APIView):
         return Response(s.AgentFilesOutput({"agent": agent.key, "type": agent.type, "files": files}).data)
 
 
+@extend_schema_view(
+    get=extend_schema(parameters=[NAME]),
+    put=extend_schema(parameters=[NAME]),
+    delete=extend_schema(parameters=[NAME]),
+)
 class AgentFileView(TenantViewMixin, APIView):
     """One file of an agent: read it, set it (``{"content": "…"}``, at most 256 KiB), delete it."""
 
@@ -123,6 +133,7 @@ class BootstrapView(TenantViewMixin, APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+@extend_schema_view(get=extend_schema(parameters=[NAME]), delete=extend_schema(parameters=[NAME]))
 class UserFileView(TenantViewMixin, APIView):
     """One user's copy of a file: read it, or delete it (the user then reads the agent's text again)."""
 

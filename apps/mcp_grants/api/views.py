@@ -162,9 +162,10 @@ class GrantListViewSet(ServerScopedViewSet):
     model = AgentGrant
     serializer_class = s.GrantsOutput
     pagination_class = None
+    list_returns_one_object = True
     read_role = Role.ADMIN
 
-    @extend_schema(responses={200: s.GrantsOutput})
+    @extend_schema(operation_id="mcp_servers_grants_list", responses={200: s.GrantsOutput})
     def list(self, request: Request, name: str) -> Response:
         tenant = self.actor.tenant
         agents = selectors.agent_grants(tenant=tenant, server=self.server)

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -78,7 +77,7 @@ class PresetViewSet(TenantScopedViewSet):
     model = SecureCLIBinary
     pagination_class = None
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: serializers.ListSerializer(child=serializers.DictField())})
     def list(self, request: Request) -> Response:
         return Response([preset.as_dict() for preset in PRESETS.values()])
 
