@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -81,7 +82,7 @@ FUZZ = settings(
 
 
 @pytest.fixture
-def target(live: Any, tenant_a: Tenant) -> tuple[httpx.Client, str]:
+def target(live: Any, tenant_a: Tenant) -> Iterator[tuple[httpx.Client, str]]:
     services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
     key = factories.make_api_key(tenant_a, "member")
     url = endpoint(live.daphne())
