@@ -140,6 +140,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "apps.tenants.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -190,6 +191,8 @@ else:
 if env_str("TOOLGATE_DB_NAME"):
     # Lets child processes started by the tests (daphne, qcluster) use the test database.
     _db["NAME"] = env_str("TOOLGATE_DB_NAME")
+# Django's PostgreSQL backend with a pool that fails fast (503) while the server is unreachable.
+_db["ENGINE"] = "apps.tenants.postgresql"
 _db["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 0)
 _db["CONN_HEALTH_CHECKS"] = True
 _db["ATOMIC_REQUESTS"] = False

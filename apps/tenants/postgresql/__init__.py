@@ -1,0 +1,2 @@
+"""Toolgate's PostgreSQL backend: Django's, with a connection pool that fails fast while the server is
+unreachable (``apps.tenants.database``)."""
