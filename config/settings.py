@@ -202,7 +202,9 @@ _db.setdefault("OPTIONS", {})
 # then 0.5-1 ms more for each table a fresh backend touches first). Not in `qcluster`: it forks its
 # workers, and a pool's open sockets and threads must not cross a fork (the workers open plain
 # connections). Persistent connections (DATABASE_CONN_MAX_AGE) are the alternative, not an addition.
-DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 10)
+# 20: sixteen clients at once held ten connections and made the others wait out the pool timeout (the
+# load bench, bench/load.py); PostgreSQL allows 100 connections by default.
+DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 20)
 _FORKING_COMMAND = len(sys.argv) > 1 and sys.argv[1] == "qcluster"
 if DATABASE_POOL_MAX_SIZE > 0 and not _FORKING_COMMAND:
     if _db["CONN_MAX_AGE"]:

@@ -39,11 +39,12 @@ from typing import Any
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.core.exceptions import TooManyFieldsSent
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections
 from django.http import Http404, QueryDict
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import INVALID_REQUEST
+from psycopg_pool import PoolTimeout
 from rest_framework import exceptions
 from rest_framework.serializers import CharField, ChoiceField
 
@@ -51,6 +52,7 @@ from apps.audit import context as request_context
 from apps.policy.engine import CallScope
 from apps.runtime import caller
 from apps.runtime.mcp_endpoint import server
+from apps.tenants import database
 from apps.tenants.access import access_runtime_agent
 from apps.tenants.authentication import ApiKeyAuthentication
 from apps.tenants.errors import ErrorCode, Forbidden
@@ -225,6 +227,7 @@ def _header(scope: dict[str, Any], name: bytes) -> str:
     return ""
 
 
+DATABASE_UNAVAILABLE = Refusal(503, "database_unavailable", database.MESSAGE, {})
 NOT_POST = Refusal(405, ErrorCode.METHOD_NOT_ALLOWED, "Only POST is served: this endpoint is stateless.", {})
 
 
@@ -245,6 +248,8 @@ async def _refuse(send: Any, refusal: Refusal, *, allow: bytes = b"") -> None:
         headers.append((b"www-authenticate", b'Bearer realm="toolgate"'))
     if allow:
         headers.append((b"allow", allow))
+    if refusal.status == 503:
+        headers.append((b"retry-after", b"5"))
     await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -279,13 +284,16 @@ class MCPEndpoint:
         try:
             async with ThreadSensitiveContext():
                 try:
-                    found = await sync_to_async(identify)(
-                        authorization=_header(scope, b"authorization"),
-                        agent_key=match["key"],
-                        query=bytes(scope.get("query_string", b"")).decode("latin-1"),
-                        request_id=request_id,
-                        ip=ip,
-                    )
+                    try:
+                        found = await sync_to_async(identify)(
+                            authorization=_header(scope, b"authorization"),
+                            agent_key=match["key"],
+                            query=bytes(scope.get("query_string", b"")).decode("latin-1"),
+                            request_id=request_id,
+                            ip=ip,
+                        )
+                    except (OperationalError, InterfaceError, PoolTimeout):
+                        found = DATABASE_UNAVAILABLE
                     if isinstance(found, Refusal):
                         await _refuse(send_with_id, found)
                         return
