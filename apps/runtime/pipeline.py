@@ -48,7 +48,7 @@ from apps.secure_cli.execution import routes_credentialed
 from apps.tenants.actors import Actor
 from apps.tenants.selectors import setting_secrets_for_call
 from apps.toolkit import context as call_context
-from apps.toolkit import providers, runtime_settings, safeguard, strap
+from apps.toolkit import providers, runtime_settings, safeguard, strap, workspace
 from apps.toolkit.context import CallContext
 from apps.toolkit.gateway import CallOutcome, CallRequest, Decided
 from apps.toolkit.processes import SAFE_PATH
@@ -96,6 +96,12 @@ def _run(name: str, call_id: str, function: Any, ctx: CallContext, args: dict[st
     result (a tool bug must not break the agent loop)."""
     try:
         result = function(ctx, args)
+    except OSError as exc:
+        if workspace.disk_full(exc):
+            logger.error("tool %s: the workspace's disk is full", name, extra={"call_id": call_id})
+            return ToolResult.error(f'tool "{name}" could not write: {workspace.DISK_FULL}')
+        logger.exception("tool %s failed", name, extra={"call_id": call_id})
+        return ToolResult.error(f'tool "{name}" panicked: {type(exc).__name__}: {exc}')
     except Exception as exc:
         logger.exception("tool %s failed", name, extra={"call_id": call_id})
         return ToolResult.error(f'tool "{name}" panicked: {type(exc).__name__}: {exc}')

@@ -25,8 +25,10 @@ from apps.toolkit.results import ToolResult
 from apps.toolkit.workspace import (
     BINARY_EXTENSIONS,
     DEFAULT_DENIED_PREFIXES,
+    DISK_FULL,
     PathError,
     check_open_file,
+    disk_full,
     is_hidden,
     normalise_prefixes,
     open_parent,
@@ -303,6 +305,8 @@ def publish_skill(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     except (_Refused, PathError) as error:
         return ToolResult.error(str(error))
     except OSError as error:
+        if disk_full(error):
+            return ToolResult.error(DISK_FULL)
         return ToolResult.error(f"file system error: {error.strerror or error}.")
     try:
         skill, created = services.skill_publish(

@@ -135,6 +135,17 @@ class PathError(Exception):
 # --- workspaces ---------------------------------------------------------------------------------------
 
 
+DISK_FULL = (
+    "no space is left on the workspace's disk: delete files you no longer need from the workspace, or "
+    "ask an administrator for more space."
+)
+
+
+def disk_full(error: OSError) -> bool:
+    """Whether ``error`` says the disk (or the quota) under the workspace is full."""
+    return error.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
 def workspace_root() -> Path:
     """The directory holding every tenant's workspaces (``settings.TOOLGATE_WORKSPACE_ROOT``)."""
     return Path(settings.TOOLGATE_WORKSPACE_ROOT)

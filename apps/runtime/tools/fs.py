@@ -29,9 +29,11 @@ from apps.toolkit.results import ToolResult
 from apps.toolkit.workspace import (
     BINARY_EXTENSIONS,
     DEFAULT_DENIED_PREFIXES,
+    DISK_FULL,
     FILE_MODE,
     PathError,
     check_open_file,
+    disk_full,
     is_hidden,
     normalise_prefixes,
     open_parent,
@@ -152,6 +154,8 @@ def _guard(function: ToolFunction) -> ToolFunction:
         except PermissionError:
             return ToolResult.error("permission denied by the file system; choose another path.")
         except OSError as error:
+            if disk_full(error):
+                return ToolResult.error(DISK_FULL)
             return ToolResult.error(f"file system error: {error.strerror or error}.")
         return result
 
