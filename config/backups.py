@@ -344,7 +344,13 @@ class BackupResult:
 
 
 def backup(
-    path: Path, *, force: bool = False, include_key: bool = False, out: Output, verbose: bool = False
+    path: Path,
+    *,
+    database_name: str | None = None,
+    force: bool = False,
+    include_key: bool = False,
+    out: Output,
+    verbose: bool = False,
 ) -> BackupResult:
     path = Path(path).expanduser().absolute()
     key_path = path.with_name(path.name + KEY_SUFFIX) if include_key else None
@@ -356,7 +362,7 @@ def backup(
     if path.is_dir():
         raise BackupError(f"{path} is a directory; give the backup file's path.")
 
-    server = configured_server()
+    server = configured_server(database_name)
     try:
         with server.connect() as conn:
             server_version = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]

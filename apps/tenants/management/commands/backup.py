@@ -18,6 +18,9 @@ class Command(BaseCommand):
         parser.add_argument("path", help="the backup file to write (refused if it exists, unless --force)")
         parser.add_argument("--force", action="store_true", help="replace an existing file")
         parser.add_argument(
+            "--database-name", help="back up this database on the same server instead of Toolgate's own"
+        )
+        parser.add_argument(
             "--include-key",
             action="store_true",
             help=f"also write the field encryption key to PATH{backups.KEY_SUFFIX} (mode 0600)",
@@ -27,6 +30,7 @@ class Command(BaseCommand):
         try:
             result = backups.backup(
                 Path(options["path"]),
+                database_name=options["database_name"],
                 force=options["force"],
                 include_key=options["include_key"],
                 out=self.stdout.write,
