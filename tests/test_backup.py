@@ -226,3 +226,34 @@ def test_restore_refuses_what_is_not_a_backup(tmp_path: Path, other_db: str) -> 
         _run("restore", str(path), "--yes", "--database-name", other_db)
     with pytest.raises(CommandError, match="not a database name"):
         _run("restore", str(path), "--yes", "--database-name", "postgres")
+
+
+def test_an_older_backup_is_migrated_before_it_is_swapped_in(tmp_path: Path, other_db: str) -> None:
+    tenant, provider = _tenant_with_secret()
+    current = tmp_path / "current.backup"
+    _run("backup", str(current))
+    older_db = f"{other_db}_older"
+    try:  # a database as an older Toolgate left it: one migration not applied yet
+        _run("restore", str(current), "--yes", "--database-name", older_db)
+        alias = _alias(older_db)
+        with connections[alias].cursor() as cursor:
+            cursor.execute(
+                "DELETE FROM django_migrations WHERE app = 'accounts' AND name = '0001_expire_api_keys_task'"
+            )
+        _close(alias)
+        older = tmp_path / "older.backup"
+        _run("backup", str(older), "--database-name", older_db)
+    finally:
+        _drop(older_db)
+    with backups.opened_backup(older) as (_, manifest):
+        assert "accounts.0001_expire_api_keys_task" not in manifest["migrations"]
+
+    done = _run("restore", str(older), "--yes", "--database-name", other_db)
+    assert "Applying accounts.0001_expire_api_keys_task" in done
+    assert f'into "{other_db}" (created; applied 1 migration(s) the backup lacked)' in done
+    target = _alias(other_db)
+    with connections[target].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM django_migrations WHERE app = 'accounts'")
+        assert cursor.fetchone()[0] == 1
+    assert Provider.objects.for_tenant(tenant).using(target).get(pk=provider.pk).api_key == SECRET
+    _close(target)
