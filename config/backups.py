@@ -310,21 +310,33 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _publish(temp: Path, path: Path, *, force: bool) -> None:
+    """Give the complete file ``temp`` its name ``path`` (same directory) in one step; without
+    ``force``, never over an existing file (a link, unlike a rename, fails on one that appeared since
+    it was checked)."""
+    if force:
+        os.replace(temp, path)
+    else:
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            raise BackupError(f"{path} already exists; pass --force to replace it.") from None
+        temp.unlink()
+    _fsync_dir(path.parent)
+
+
 def _write_private(path: Path, data: bytes, *, force: bool) -> None:
-    """Write ``path`` (mode 0600) through a temporary file renamed over it."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``path`` (mode 0600) through a temporary file, then publish it."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temp = Path(name)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if not force and path.exists():
-            raise BackupError(f"{path} already exists; pass --force to replace it.")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+        _publish(temp, path, force=force)
+    finally:
+        temp.unlink(missing_ok=True)
 
 
 def _private_member(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -369,7 +381,10 @@ def backup(
             server_major = int(conn.info.server_version) // 10000
     except psycopg.Error as exc:
         raise BackupError(f"Cannot connect to {server.describe()}: {exc}") from None
-    applied = _applied(server)
+    try:
+        applied = _applied(server)
+    except psycopg.Error as exc:
+        raise BackupError(f"{server.describe()} is not a Toolgate database (no migrations: {exc}).") from None
     pg_dump, dump_major = find_program("pg_dump", server_major)
     out(f"Backing up {server.describe()} (PostgreSQL {server_version}) with {pg_dump} ({dump_major})…")
 
@@ -405,10 +420,7 @@ def backup(
         os.chmod(archive, 0o600)
         with open(archive, "rb") as handle:
             os.fsync(handle.fileno())
-        if not force and path.exists():
-            raise BackupError(f"{path} already exists; pass --force to replace it.")
-        os.replace(archive, path)
-    _fsync_dir(path.parent)
+        _publish(archive, path, force=force)
     if key_path is not None:
         _write_private(key_path, ("\n".join(configured_keys()) + "\n").encode(), force=force)
     return BackupResult(path=path, size=path.stat().st_size, manifest=manifest, key_path=key_path)
@@ -418,9 +430,17 @@ def backup(
 
 
 def read_manifest(archive: tarfile.TarFile, path: Path) -> dict[str, Any]:
-    names = {member.name: member for member in archive.getmembers()}
+    entries: list[tarfile.TarInfo] = []
+    while len(entries) <= 2 and (entry := archive.next()) is not None:  # two members, no more read
+        entries.append(entry)
+    names = {entry.name: entry for entry in entries}
     member = names.get(MANIFEST)
-    if set(names) != {MANIFEST, DUMP} or member is None or not member.isfile() or not names[DUMP].isfile():
+    if (
+        len(entries) != 2
+        or set(names) != {MANIFEST, DUMP}
+        or member is None
+        or not all(entry.isfile() for entry in entries)
+    ):
         raise BackupError(f"{path} is not a Toolgate backup (it must hold exactly {MANIFEST} and {DUMP}).")
     if member.size > MAX_MANIFEST_BYTES:
         raise BackupError(f"{path}: its manifest is larger than {MAX_MANIFEST_BYTES} bytes.")
@@ -621,7 +641,7 @@ def restore(
             try:
                 with tempfile.TemporaryDirectory(prefix="toolgate-restore-") as work:
                     dump = Path(work) / DUMP
-                    source = archive.extractfile(DUMP)
+                    source = archive.extractfile(archive.getmember(DUMP))
                     assert source is not None
                     with source, open(dump, "wb") as sink:
                         shutil.copyfileobj(source, sink, 1 << 20)

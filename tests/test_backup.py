@@ -3,9 +3,11 @@ pg_restore round trips. Restores go into databases of their own (the test databa
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
+import tarfile
 from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
@@ -223,6 +225,12 @@ def test_restore_refuses_what_is_not_a_backup(tmp_path: Path, other_db: str) -> 
     path = tmp_path / "not-a-backup"
     path.write_bytes(os.urandom(2048))
     with pytest.raises(CommandError, match="is not a Toolgate backup"):
+        _run("restore", str(path), "--yes", "--database-name", other_db)
+    with tarfile.open(path, "w") as tar:  # a tar, but with more than the two members of a backup
+        for name in ("manifest.json", "database.dump", "extra"):
+            info = tarfile.TarInfo(name)
+            tar.addfile(info, io.BytesIO(b""))
+    with pytest.raises(CommandError, match=r"must hold exactly manifest\.json and database\.dump"):
         _run("restore", str(path), "--yes", "--database-name", other_db)
     with pytest.raises(CommandError, match="not a database name"):
         _run("restore", str(path), "--yes", "--database-name", "postgres")
