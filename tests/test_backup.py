@@ -3,14 +3,18 @@ pg_restore round trips. Restores go into databases of their own (the test databa
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import re
 import stat
+import subprocess
+import sys
 import tarfile
 from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from cryptography.fernet import Fernet
@@ -265,3 +269,44 @@ def test_an_older_backup_is_migrated_before_it_is_swapped_in(tmp_path: Path, oth
         assert cursor.fetchone()[0] == 1
     assert Provider.objects.for_tenant(tenant).using(target).get(pk=provider.pk).api_key == SECRET
     _close(target)
+
+
+def test_database_url_server_round_trip_with_the_password_kept_off_the_command_line(
+    tmp_path: Path, other_db: str
+) -> None:
+    """With DATABASE_URL (here the test server's socket, as an external server would be named), the
+    commands run in processes of their own; the password goes to pg_dump and pg_restore in PGPASSWORD."""
+    tenant, provider = _tenant_with_secret()
+    conf = connection.settings_dict
+    url = (
+        f"postgres://{conf['USER']}:not-on-argv@{quote(conf['HOST'], safe='')}:{conf['PORT']}/{conf['NAME']}"
+    )
+    env = {**os.environ, "DATABASE_URL": url, "TOOLGATE_DB_NAME": str(conf["NAME"])}
+    path = tmp_path / "external.backup"
+
+    def manage(*args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=settings.BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    made = manage("backup", str(path))
+    assert f'database "{conf["NAME"]}" on {conf["HOST"]}:{conf["PORT"]}' in made
+    done = manage("restore", str(path), "--yes", "--database-name", other_db)
+    assert f'into "{other_db}" (created; no migration needed)' in done
+    target = _alias(other_db)
+    assert Provider.objects.for_tenant(tenant).using(target).get(pk=provider.pk).api_key == SECRET
+    _close(target)
+
+    server = backups.configured_server()
+    server = dataclasses.replace(server, password="s3cret-password")
+    assert "s3cret-password" not in " ".join(server.program_args(server.name))
+    assert server.program_env()["PGPASSWORD"] == "s3cret-password"
+    assert "FIELD_ENCRYPTION_KEY" not in server.program_env()
