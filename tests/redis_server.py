@@ -58,34 +58,49 @@ class RedisServer:
         last_error = ""
         for _ in range(START_ATTEMPTS):
             self.port = free_port()
-            with self.log.open("ab") as handle:  # the child keeps its own copy of the descriptor
-                self._process = subprocess.Popen(
-                    [
-                        REDIS_SERVER,
-                        "--bind",
-                        "127.0.0.1",
-                        "--port",
-                        str(self.port),
-                        "--save",
-                        "",
-                        "--appendonly",
-                        "no",
-                        "--dir",
-                        str(self.dir),
-                        "--daemonize",
-                        "no",
-                    ],
-                    cwd=self.dir,
-                    stdout=handle,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # a Ctrl-C of the test run is handled by stop(), not the child
-                )
-            if self._wait_until_ready():
+            if self._spawn():
                 return
             last_error = self.log.read_text(errors="replace")[-2000:]
             self._terminate()
         self.stop()
         raise RuntimeError(f"redis-server did not start in {START_ATTEMPTS} attempts: {last_error}")
+
+    def pause(self) -> None:
+        """Stop the server, keeping its port for :meth:`resume` (its clients lose their connections)."""
+        self._terminate()
+
+    def resume(self) -> None:
+        """Start the server again on the same port, empty."""
+        if not self._spawn():
+            raise RuntimeError(
+                f"redis-server did not restart: {self.log.read_text(errors='replace')[-2000:]}"
+            )
+
+    def _spawn(self) -> bool:
+        assert self.dir is not None
+        with self.log.open("ab") as handle:  # the child keeps its own copy of the descriptor
+            self._process = subprocess.Popen(
+                [
+                    REDIS_SERVER,
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(self.dir),
+                    "--daemonize",
+                    "no",
+                ],
+                cwd=self.dir,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a Ctrl-C of the test run is handled by stop(), not the child
+            )
+        return self._wait_until_ready()
 
     def _wait_until_ready(self) -> bool:
         """PING until it answers (True) or the process exits or ``START_TIMEOUT`` passes (False)."""
