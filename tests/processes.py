@@ -71,10 +71,11 @@ class LiveProcesses:
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/ws/events/"
 
-    def daphne(self) -> str:
-        """Start daphne once for the session; return its base URL."""
+    def daphne(self, *, same_port: bool = False) -> str:
+        """Start daphne once for the session; return its base URL. ``same_port`` starts a killed one
+        again where its clients reconnect."""
         if self._daphne is None or self._daphne.poll() is not None:
-            self.port = free_port()
+            self.port = self.port if same_port and self.port else free_port()
             self._daphne = self._spawn(
                 "daphne",
                 [
@@ -101,6 +102,12 @@ class LiveProcesses:
                         raise RuntimeError("daphne did not become healthy in 60s") from None
                     time.sleep(0.2)
         return self.base_url
+
+    def kill_daphne(self) -> None:
+        """Kill daphne outright (SIGKILL: no shutdown, its sockets dropped), as a crash would."""
+        if self._daphne is not None and self._daphne.poll() is None:
+            os.killpg(self._daphne.pid, signal.SIGKILL)
+            self._daphne.wait()
 
     def qcluster(self) -> None:
         """Start a django-q2 cluster once for the session."""

@@ -60,6 +60,10 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 "role": self.actor.role,
                 "topics": sorted(t for t, r in TOPICS.items() if self.actor.can(r)),
                 "topic_patterns": sorted(f"{p}:<id>" for p, r in TOPIC_PATTERNS.items() if self.actor.can(r)),
+                # Events are not stored: those sent while a socket was closed are not sent again.
+                "replay": False,
+                "after_reconnect": "Events sent while this socket was closed are not replayed; read again "
+                "what you show.",
             }
         )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 
 import httpx
@@ -223,3 +224,44 @@ def test_live_audit_reconnects_after_a_drop_and_applies_the_page_filters(live):
         finally:
             browser.close()
             api.close()
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium (apt-get install chromium)")
+def test_a_page_reconnects_after_daphne_is_killed_and_says_what_it_may_have_missed(live):
+    base = live.daphne()
+    tenant = factories.make_tenant("crashco")
+    owner = factories.make_user(tenant, Role.OWNER, email="owner@crashco.test")
+    admin_key = factories.make_api_key(tenant, Role.ADMIN, name="deployer")
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_context(base_url=base).new_page()
+            page.set_default_timeout(20_000)
+            log_in(page, base, owner.email)
+            page.goto("/audit/")
+            indicator = page.locator("[data-live-indicator]")
+            expect(indicator).to_have_attribute("data-state", "live")
+            expect(indicator).to_have_text("Live")
+
+            live.kill_daphne()
+            expect(indicator).to_have_attribute("data-state", "reconnecting")
+            # An event while no process serves the page: it cannot reach it. (Made in a thread of its
+            # own: Playwright's event loop runs in this one, where Django refuses database calls.)
+            maker = threading.Thread(
+                target=factories.make_api_key, args=(tenant, Role.VIEWER, "made-while-down")
+            )
+            maker.start()
+            maker.join()
+            assert live.daphne(same_port=True) == base
+
+            expect(indicator).to_have_attribute("data-state", "live", timeout=60_000)
+            expect(indicator).to_contain_text("reload to see events missed while offline")
+            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {admin_key}"}) as api:
+                assert api.post("/api/v1/agents/", json={"key": "after", "name": "After"}).status_code == 201
+            rows = page.locator("table.audit-table tbody tr")
+            expect(rows.first).to_contain_text("agent.created")
+            page.reload()
+            expect(page.locator("table.audit-table")).to_contain_text("api_key.created")
+        finally:
+            browser.close()

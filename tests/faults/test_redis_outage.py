@@ -72,7 +72,9 @@ def test_redis_down_is_reported_answered_clearly_and_recovered_from(redis_proces
     assert web.post("/api/v1/runtime/execute", json=body).status_code == 200
     with contextlib.ExitStack() as stack:
         sock = stack.enter_context(open_socket(redis_processes.ws_url, api_key=raw))
-        sock.recv()  # hello
+        hello = sock.recv()
+        assert hello["type"] == "hello"
+        assert hello["replay"] is False  # a client is told that what it misses is not sent again
         sock.subscribe(["agents"])
 
         own_redis.pause()
