@@ -7,11 +7,15 @@ from __future__ import annotations
 import time
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from channels_postgres.models import Message
 
 from apps.accounts import services as tenant_services
 from apps.audit.models import ToolCall
 from apps.mcp_grants import client, services
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
+from apps.realtime import events
 from apps.tenants.actors import Actor
 from tests.mcp.live_servers import ALLOW_NETS, http_server, kill_stdio_servers, stdio_fields
 
@@ -189,6 +193,32 @@ def test_a_killed_server_is_reported_then_reconnected(tenant_a, member_a):
         time.sleep(0.5)
     assert again["for_llm"] != pid
     assert MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk).status == MCPServer.Status.CONNECTED
+
+
+def test_a_stdio_server_that_dies_is_reported_at_once_then_reconnected(tenant_a, member_a):
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(events.group_name(tenant_a.pk, "mcp"), channel)
+    server, _ = register(tenant_a)  # health checks every 30 s: none runs during this test
+    pid = call(member_a, "mcp_demo__pid")["for_llm"]
+    assert MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk).status == MCPServer.Status.CONNECTED
+
+    assert kill_stdio_servers() >= 1  # ours, and any server an earlier test left dying
+    started = time.monotonic()
+    while (row := MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk)).status != "disconnected":
+        assert time.monotonic() - started < 2, row.last_health
+        time.sleep(0.05)
+    assert "exited" in row.last_health["error"]
+    rows = Message.objects.filter(channel=channel).order_by("id").values_list("message", flat=True)
+    told = [events.public(layer.deserialize(bytes(r))["event"]) for r in rows]
+    assert any(e["type"] == "mcp.server.status" and e["data"]["status"] == "disconnected" for e in told), told
+
+    # Reconnected in the background (a new server process), as after any lost connection.
+    deadline = time.monotonic() + 30
+    while (again := call(member_a, "mcp_demo__pid"))["is_error"]:
+        assert time.monotonic() < deadline, again["for_llm"]
+        time.sleep(0.5)
+    assert again["for_llm"] != pid
 
 
 def test_a_hung_call_times_out_and_the_connection_stays_usable(tenant_a, member_a):
