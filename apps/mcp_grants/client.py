@@ -385,6 +385,7 @@ class _Connection:
     last_error: str = ""
     reconnecting: asyncio.Task[None] | None = None
     reporting: asyncio.Task[None] | None = None  # the report of a lost connection, being stored
+    checking: asyncio.Task[None] | None = None  # the health check under way
     intentional: bool = False
     connected_at: float = 0.0
     checked_at: float = field(default_factory=time.monotonic)
@@ -715,14 +716,21 @@ class Manager:
             await asyncio.sleep(min(1.0, interval))  # short naps: a changed interval applies at once
             now = time.monotonic()
             for conn in list(self._connections.values()):
-                if now - conn.checked_at < interval:
+                if now - conn.checked_at < interval or (
+                    conn.checking is not None and not conn.checking.done()
+                ):
                     continue
                 conn.checked_at = now
-                with contextlib.suppress(Exception):
-                    if not await self._db_call(_still_enabled, conn.endpoint):
-                        await self._forget(conn)  # disabled or deleted: its process is not kept
-                    elif conn.alive and conn.session is not None:
-                        await self._check(conn)
+                # Each connection is checked in a task of its own: a hung server's ping (up to
+                # PING_TIMEOUT) never delays the checks of the others.
+                conn.checking = self._loop.create_task(self._health(conn))
+
+    async def _health(self, conn: _Connection) -> None:
+        with contextlib.suppress(Exception):
+            if not await self._db_call(_still_enabled, conn.endpoint):
+                await self._forget(conn)  # disabled or deleted: its process is not kept
+            elif conn.alive and conn.session is not None:
+                await self._check(conn)
 
     async def _check(self, conn: _Connection) -> None:
         assert conn.session is not None
