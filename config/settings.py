@@ -301,6 +301,10 @@ TOOLGATE_APPROVAL_TIMEOUT_SECONDS = env_int("TOOLGATE_APPROVAL_TIMEOUT_SECONDS",
 TOOLGATE_TEAM_TICKER_SECONDS = env_int("TOOLGATE_TEAM_TICKER_SECONDS", 300, minimum=60)
 # How often each process pings the MCP servers it holds sessions with (SPEC B §3.5: 30 seconds).
 TOOLGATE_MCP_HEALTH_SECONDS = env_int("TOOLGATE_MCP_HEALTH_SECONDS", 30, minimum=1)
+# A server's tool discovery that failed is tried again after this many seconds, doubling after each
+# failure up to the maximum, until it succeeds (django-q2's scheduler starts a due retry within 30 s).
+TOOLGATE_MCP_DISCOVERY_RETRY_SECONDS = env_int("TOOLGATE_MCP_DISCOVERY_RETRY_SECONDS", 5, minimum=1)
+TOOLGATE_MCP_DISCOVERY_RETRY_MAX_SECONDS = env_int("TOOLGATE_MCP_DISCOVERY_RETRY_MAX_SECONDS", 300, minimum=1)
 # The exec sandbox (SPEC B §6.3, apps/sandbox): the Docker engine Toolgate drives, the image a
 # tenant's sandbox runs by default and the images tenant admins may choose from (a tenant never names an
 # arbitrary image), and how often idle (24 h) and old (7 d) containers are pruned.

@@ -8,8 +8,9 @@ daemon thread), so synchronous callers (the pipeline, background jobs) and async
 - **isolated per tenant**: servers are tenant rows, so two tenants never share a connection (or a
   stdio process), even for the same command; a user with credentials of their own gets their own;
 - **health**: every ``TOOLGATE_MCP_HEALTH_SECONDS`` (30) each connection is pinged ("method not
-  found" counts as healthy); 3 failures in a row, a transport that closed, or a call that found the
-  connection gone mark it disconnected, and it is reconnected in the background with the backoff of
+  found" counts as healthy); 3 failures in a row, a transport that closed (a stdio server's process
+  that exited is seen at once, by its output closing), or a call that found the connection gone mark
+  it disconnected, and it is reconnected in the background with the backoff of
   SPEC B §3.5 (2 s doubling to 60 s, 10 attempts, then a 5-minute cooldown and again);
 - **bounded**: connecting, discovery (15 s) and every call (the server's ``timeout_sec``) have
   deadlines; a hung or crashed server gives a clear error in time and never blocks other servers.
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import httpcore2
 import httpx2
 from django.conf import settings
@@ -256,8 +258,10 @@ def _errlog(endpoint: Endpoint) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def _open(endpoint: Endpoint) -> Any:
-    """A connected and initialized :class:`ClientSession` (the caller bounds the time)."""
+async def _open(endpoint: Endpoint, ended: asyncio.Event | None = None) -> Any:
+    """A connected and initialized :class:`ClientSession` (the caller bounds the time). ``ended`` is set
+    as soon as the server's side of the connection ends: for a stdio server, the moment its process
+    exits (its output closes), without waiting for a ping or a call to fail."""
     async with contextlib.AsyncExitStack() as stack:
         if endpoint.transport == MCPServer.Transport.STDIO:
             # The server runs in a jail of its own (apps.toolkit.jail): its directory is /workspace,
@@ -285,9 +289,34 @@ async def _open(endpoint: Endpoint) -> Any:
             streams = await stack.enter_async_context(
                 streamable_http_client(endpoint.url, http_client=client)
             )
-        session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
+        read = streams[0]
+        if ended is not None:
+            read = await _watched(stack, streams[0], ended)
+        session = await stack.enter_async_context(ClientSession(read, streams[1]))
         await session.initialize()
         yield session
+
+
+async def _watched(stack: contextlib.AsyncExitStack, source: Any, ended: asyncio.Event) -> Any:
+    """The messages of ``source`` passed on unchanged through a stream of their own, setting ``ended``
+    when ``source`` ends (the transport closed it: the server went away)."""
+    sink, passed = anyio.create_memory_object_stream[Any](0)
+
+    async def pump() -> None:
+        try:
+            async with sink:
+                async for message in source:
+                    await sink.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            pass
+        finally:
+            ended.set()
+
+    group = await stack.enter_async_context(anyio.create_task_group())
+    stack.callback(group.cancel_scope.cancel)
+    group.start_soon(pump)
+    stack.push_async_callback(passed.aclose)
+    return passed
 
 
 @dataclass
@@ -355,6 +384,8 @@ class _Connection:
     retry_at: float = 0.0  # monotonic time of the next reconnect attempt
     last_error: str = ""
     reconnecting: asyncio.Task[None] | None = None
+    reporting: asyncio.Task[None] | None = None  # the report of a lost connection, being stored
+    checking: asyncio.Task[None] | None = None  # the health check under way
     intentional: bool = False
     connected_at: float = 0.0
     checked_at: float = field(default_factory=time.monotonic)
@@ -449,11 +480,21 @@ class Manager:
             await self._db_call(store_tools, endpoint, conn.tools)
 
     async def _hold(self, conn: _Connection, ready: asyncio.Future[ClientSession]) -> None:
+        ended = asyncio.Event()
         try:
-            async with _open(conn.endpoint) as session:
+            async with _open(conn.endpoint, ended) as session:
                 if not ready.done():
                     ready.set_result(session)
-                await conn.closing.wait()
+                # Until the connection is closed on purpose, or the server's side ends (a stdio server's
+                # process exited): then the finally below reports it lost at once.
+                waits = [asyncio.ensure_future(conn.closing.wait()), asyncio.ensure_future(ended.wait())]
+                try:
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for wait in waits:
+                        wait.cancel()
+                if ended.is_set() and not conn.intentional:
+                    logger.warning("MCP server %s: the server ended the connection", conn.endpoint.name)
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(MCPUnavailable(describe(exc)))
@@ -462,7 +503,16 @@ class Manager:
         finally:
             if ready.done() and not conn.intentional and conn.session is not None:
                 conn.session = None
-                self._loop.create_task(self._lost(conn, "the connection closed"))
+                reason = "the connection closed"
+                if ended.is_set():
+                    stdio = conn.endpoint.transport == MCPServer.Transport.STDIO
+                    reason = "the server process exited" if stdio else "the server closed the connection"
+                # Marked lost now, before any call can run: a call finds it reconnecting, not free to
+                # open a connection that the report would then take for the dead one.
+                if self._mark_lost(conn, reason):
+                    conn.reporting = self._loop.create_task(
+                        self._report(conn, MCPServer.Status.DISCONNECTED, reason)
+                    )
 
     async def _drop(self, conn: _Connection) -> None:
         conn.intentional = True
@@ -474,15 +524,21 @@ class Manager:
 
     async def _lost(self, conn: _Connection, reason: str) -> None:
         """The connection died or failed its health checks: report it and reconnect in the background."""
+        if self._mark_lost(conn, reason):
+            await self._report(conn, MCPServer.Status.DISCONNECTED, reason)
+
+    def _mark_lost(self, conn: _Connection, reason: str) -> bool:
+        """Drop the dead session and start reconnecting (with backoff), in one step of the loop; False
+        when ``conn`` was closed on purpose or replaced."""
         if self._connections.get(conn.endpoint.key) is not conn or conn.intentional:
-            return
+            return False
         conn.last_error = reason
         if conn.session is not None:
             conn.session = None
             conn.closing.set()  # the holding task leaves the dead session's scopes
-        await self._report(conn, MCPServer.Status.DISCONNECTED, reason)
         if conn.reconnecting is None or conn.reconnecting.done():
             conn.reconnecting = self._loop.create_task(self._reconnect(conn))
+        return True
 
     async def _reconnect(self, conn: _Connection) -> None:
         while self._connections.get(conn.endpoint.key) is conn and not conn.intentional:
@@ -546,6 +602,7 @@ class Manager:
                 conn.endpoint = endpoint  # same connection settings; the timeout may have changed
                 return conn, conn.session
             if conn.reconnecting is not None and not conn.reconnecting.done():
+                await self._reported(conn)
                 raise self._reconnecting(conn)
         async with self._exclusive(endpoint, deadline):
             conn = self._connections.get(endpoint.key)
@@ -556,6 +613,7 @@ class Manager:
                 conn.endpoint = endpoint  # same connection settings; the timeout may have changed
                 return conn, conn.session
             if conn is not None and conn.reconnecting is not None and not conn.reconnecting.done():
+                await self._reported(conn)
                 raise self._reconnecting(conn)
             if conn is None:
                 conn = self._connections[endpoint.key] = _Connection(endpoint=endpoint)
@@ -571,6 +629,14 @@ class Manager:
                 raise
             assert conn.session is not None
             return conn, conn.session
+
+    @staticmethod
+    async def _reported(conn: _Connection) -> None:
+        """Wait (briefly) for the report of a lost connection to be stored: whoever is told the server
+        is disconnected finds its status saying so."""
+        if conn.reporting is not None and not conn.reporting.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(conn.reporting), 5)
 
     @staticmethod
     def _reconnecting(conn: _Connection) -> MCPUnavailable:
@@ -650,14 +716,21 @@ class Manager:
             await asyncio.sleep(min(1.0, interval))  # short naps: a changed interval applies at once
             now = time.monotonic()
             for conn in list(self._connections.values()):
-                if now - conn.checked_at < interval:
+                if now - conn.checked_at < interval or (
+                    conn.checking is not None and not conn.checking.done()
+                ):
                     continue
                 conn.checked_at = now
-                with contextlib.suppress(Exception):
-                    if not await self._db_call(_still_enabled, conn.endpoint):
-                        await self._forget(conn)  # disabled or deleted: its process is not kept
-                    elif conn.alive and conn.session is not None:
-                        await self._check(conn)
+                # Each connection is checked in a task of its own: a hung server's ping (up to
+                # PING_TIMEOUT) never delays the checks of the others.
+                conn.checking = self._loop.create_task(self._health(conn))
+
+    async def _health(self, conn: _Connection) -> None:
+        with contextlib.suppress(Exception):
+            if not await self._db_call(_still_enabled, conn.endpoint):
+                await self._forget(conn)  # disabled or deleted: its process is not kept
+            elif conn.alive and conn.session is not None:
+                await self._check(conn)
 
     async def _check(self, conn: _Connection) -> None:
         assert conn.session is not None

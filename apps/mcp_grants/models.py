@@ -88,6 +88,12 @@ class MCPServer(SecretMappings, TenantScoped):
     enabled = models.BooleanField(default=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.UNKNOWN)
     last_health = models.JSONField(default=dict, blank=True)
+    # Discovery that failed is tried again with backoff (``tasks.discover``) until it succeeds: the
+    # failed attempts in a row and when the next one runs (cleared on success). A registration, or a
+    # change of how the server is reached, raises the generation: retries of an older one are dropped.
+    discovery_failures = models.PositiveIntegerField(default=0)
+    discovery_retry_at = models.DateTimeField(null=True, blank=True)
+    discovery_generation = models.PositiveIntegerField(default=0)
     created_by = models.CharField(max_length=255)
 
     class Meta:

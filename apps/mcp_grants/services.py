@@ -125,10 +125,10 @@ CONNECTION_FIELDS = frozenset(SERVER_FIELDS) - {"display_name", "tool_prefix", "
 
 
 def _discover_after_commit(server: MCPServer) -> None:
-    from apps.mcp_grants.tasks import schedule_discovery
+    """Pending discovery retries are superseded; an enabled server is discovered after commit."""
+    from apps.mcp_grants.tasks import restart_discovery
 
-    if server.enabled:
-        schedule_discovery(server)
+    restart_discovery(server)
 
 
 @transaction.atomic
@@ -196,6 +196,9 @@ def server_delete(*, actor: Actor, server: MCPServer) -> None:
     deleted, _ = MCPServer.objects.for_tenant(actor.tenant).filter(pk=server.pk).delete()
     if not deleted:
         raise ServiceError(ErrorCode.NOT_FOUND, "MCP server not found.", status=404)
+    from apps.mcp_grants.tasks import cancel_retries
+
+    cancel_retries(server.pk)
     config_changed(actor.tenant)
     record_and_publish(
         actor=actor,
@@ -213,9 +216,11 @@ def server_connect(*, actor: Actor, server: MCPServer, store: bool) -> dict[str,
     raising the configuration version when they changed) and its status is recorded. Audited and
     published with the outcome; the error passes the scrubber with the server's secrets registered.
     Runs outside a transaction: connecting may take up to its timeout."""
-    from apps.mcp_grants import client
+    from apps.mcp_grants import client, tasks
 
     probe = client.probe(server, store=store)
+    if store and probe.ok:
+        tasks.discovery_succeeded(server)
     tools = [
         {
             "name": t.name,

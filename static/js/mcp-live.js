@@ -66,6 +66,16 @@
     if (result && typeof result === "object") {
       const health = scope.querySelector('[data-field="health"]');
       if (health) health.textContent = result.error ? live.truncate(String(result.error), 160) : "";
+      // A failed discovery is tried again: how often it failed and when the next try is.
+      const retry = scope.querySelector('[data-field="retry"]');
+      if (retry && typeof result.next_try_at === "string") {
+        const failures = Number(result.discovery_failures) || 1;
+        retry.textContent = "Discovery failed " + failures + (failures === 1 ? " time" : " times") + "; next try ";
+        retry.append(live.timeNode(result.next_try_at));
+        retry.hidden = false;
+      } else if (retry && data.status === "connected") {
+        retry.hidden = true;
+      }
       const checked = scope.querySelector('[data-field="checked"]');
       if (checked && result.checked_at) {
         checked.textContent = "";

@@ -70,3 +70,54 @@ def test_discovered_by_the_worker_called_through_daphne_recovered_after_a_crash(
         assert not again["is_error"]
         assert again["for_llm"] != pid
         assert call("mcp_demo__counter")["for_llm"] == "1"  # a new server process
+
+
+@pytest.fixture
+def retrying_cluster(live, settings):  # type: ignore[no-untyped-def]
+    """A django-q2 cluster of its own that may reach the test MCP servers (127.0.0.2) and retries a
+    failed discovery after 1 s; the session's cluster is stopped first, so this one takes the jobs."""
+    from django.db import connection
+
+    from tests.mcp.live_servers import ALLOW_NETS
+    from tests.processes import LiveProcesses
+
+    settings.TOOLGATE_SSRF_ALLOW_NETS = ALLOW_NETS
+    live.stop_qcluster()
+    processes = LiveProcesses(
+        db_name=connection.settings_dict["NAME"],
+        extra_env={"TOOLGATE_SSRF_ALLOW_NETS": ALLOW_NETS, "TOOLGATE_MCP_DISCOVERY_RETRY_SECONDS": "1"},
+        label="mcp-retry-",
+    )
+    processes.qcluster()
+    try:
+        yield processes
+    finally:
+        processes.stop_all()
+
+
+def test_a_server_down_at_registration_gets_its_tools_once_it_is_up(tenant_a, retrying_cluster):
+    from tests.mcp.live_servers import free_port, http_server, url
+
+    port = free_port()
+    system = Actor.system(tenant_a)
+    server = services.server_create(
+        actor=system, name="late", transport="streamable-http", url=url("streamable-http", port)
+    )
+    rows = MCPServer.objects.for_tenant(tenant_a)
+    wait_for(
+        lambda: rows.get(pk=server.pk).discovery_failures >= 1,
+        "the worker's discovery fails and a retry is scheduled",
+    )
+    failed = rows.get(pk=server.pk)
+    assert failed.status == "error"
+    assert failed.discovery_retry_at is not None
+    with http_server("streamable-http", port):
+        # django-q2's scheduler looks for due schedules every 30 s
+        wait_for(
+            lambda: MCPServerTool.objects.for_tenant(tenant_a).filter(server=server).count() == 13,
+            "a retry discovers the tools without anyone's action",
+            timeout=120,
+        )
+        wait_for(lambda: rows.get(pk=server.pk).status == "connected", "the status is recorded")
+    found = rows.get(pk=server.pk)
+    assert (found.discovery_failures, found.discovery_retry_at) == (0, None)

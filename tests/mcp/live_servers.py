@@ -24,7 +24,7 @@ def stdio_fields() -> dict[str, Any]:
     return {"transport": "stdio", "command": sys.executable, "args": [str(DEMO), "stdio"]}
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))
         return int(sock.getsockname()[1])
@@ -41,10 +41,15 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float =
     raise RuntimeError(f"the MCP test server did not listen on {HOST}:{port} in {timeout}s")
 
 
+def url(transport: str, port: int) -> str:
+    return f"http://{HOST}:{port}/{'sse' if transport == 'sse' else 'mcp'}"
+
+
 @contextlib.contextmanager
-def http_server(transport: str) -> Iterator[str]:
-    """Start the demo server over ``sse`` or ``streamable-http``; yields its URL."""
-    port = _free_port()
+def http_server(transport: str, port: int = 0) -> Iterator[str]:
+    """Start the demo server over ``sse`` or ``streamable-http`` (on ``port``, or a free one); yields its
+    URL."""
+    port = port or free_port()
     process = subprocess.Popen(
         [sys.executable, str(DEMO), transport, HOST, str(port)],
         stdout=subprocess.DEVNULL,
@@ -53,7 +58,7 @@ def http_server(transport: str) -> Iterator[str]:
     )
     try:
         _wait_for_port(port, process)
-        yield f"http://{HOST}:{port}/{'sse' if transport == 'sse' else 'mcp'}"
+        yield url(transport, port)
     finally:
         process.terminate()
         try:

@@ -4,19 +4,32 @@ time, a killed server reported and reconnected, a hung call timing out, per-user
 
 from __future__ import annotations
 
+import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from channels_postgres.models import Message
+from django.db import connections
+from django.utils import timezone
 
 from apps.accounts import services as tenant_services
 from apps.audit.models import ToolCall
 from apps.mcp_grants import client, services
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
+from apps.realtime import events
 from apps.tenants.actors import Actor
+from apps.tenants.roles import Role
+from tests import factories
 from tests.mcp.live_servers import ALLOW_NETS, http_server, kill_stdio_servers, stdio_fields
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("mcp_connections")]
 
+HANGING = Path(__file__).resolve().parent / "servers" / "hanging.py"
 TOOLS = {
     "add",
     "captioned",
@@ -191,6 +204,32 @@ def test_a_killed_server_is_reported_then_reconnected(tenant_a, member_a):
     assert MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk).status == MCPServer.Status.CONNECTED
 
 
+def test_a_stdio_server_that_dies_is_reported_at_once_then_reconnected(tenant_a, member_a):
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(events.group_name(tenant_a.pk, "mcp"), channel)
+    server, _ = register(tenant_a)  # health checks every 30 s: none runs during this test
+    pid = call(member_a, "mcp_demo__pid")["for_llm"]
+    assert MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk).status == MCPServer.Status.CONNECTED
+
+    assert kill_stdio_servers() >= 1  # ours, and any server an earlier test left dying
+    started = time.monotonic()
+    while (row := MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk)).status != "disconnected":
+        assert time.monotonic() - started < 2, row.last_health
+        time.sleep(0.05)
+    assert "exited" in row.last_health["error"]
+    rows = Message.objects.filter(channel=channel).order_by("id").values_list("message", flat=True)
+    told = [events.public(layer.deserialize(bytes(r))["event"]) for r in rows]
+    assert any(e["type"] == "mcp.server.status" and e["data"]["status"] == "disconnected" for e in told), told
+
+    # Reconnected in the background (a new server process), as after any lost connection.
+    deadline = time.monotonic() + 30
+    while (again := call(member_a, "mcp_demo__pid"))["is_error"]:
+        assert time.monotonic() < deadline, again["for_llm"]
+        time.sleep(0.5)
+    assert again["for_llm"] != pid
+
+
 def test_a_hung_call_times_out_and_the_connection_stays_usable(tenant_a, member_a):
     register(tenant_a, timeout_sec=2)
     started = time.monotonic()
@@ -199,6 +238,85 @@ def test_a_hung_call_times_out_and_the_connection_stays_usable(tenant_a, member_
     assert hung["is_error"]
     assert "timed out after 2s" in hung["for_llm"]
     assert call(member_a, "mcp_demo__echo", {"text": "still here"})["for_llm"] == "still here"
+
+
+def test_a_hung_server_bounds_its_calls_and_leaves_other_servers_and_sessions_alone(
+    tenant_a, member_a, settings
+):
+    """A server whose whole process hangs (stopped: it answers nothing, not even pings): each call to it
+    ends at its timeout with a clear error, while calls to another server, and to the same server over
+    a user's own session (another process), answer as usual meanwhile, and the other server's health
+    checks go on at their pace."""
+    settings.TOOLGATE_MCP_HEALTH_SECONDS = 0.5
+    demo, agent = register(tenant_a)
+    system = Actor.system(tenant_a)
+    hanging = services.server_create(
+        actor=system,
+        name="hung",
+        transport="stdio",
+        command=sys.executable,
+        args=[str(HANGING)],
+        timeout_sec=2,
+    )
+    services.agent_grant_set(actor=system, server=hanging, agent=agent)
+    client.refresh(hanging)
+    UserCredential.objects.create(
+        tenant=tenant_a, server=hanging, user_id="alice", env_encrypted='{"TOKEN": "alice-token-abcdefgh"}'
+    )
+    assert call(member_a, "mcp_hung__echo", {"text": "before"})["for_llm"] == "before"
+    assert call(member_a, "mcp_hung__echo", {"text": "own"}, user_id="alice")["for_llm"] == "own"
+    other_client = factories.key_client(factories.make_api_key(tenant_a, Role.MEMBER))
+
+    def timed(api, tool, args=None, **context):  # type: ignore[no-untyped-def]
+        started = time.monotonic()
+        return call(api, tool, args, **context), time.monotonic() - started
+
+    def in_thread(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return timed(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    def checked_ago() -> float:
+        health = MCPServer.objects.for_tenant(tenant_a).get(pk=demo.pk).last_health
+        return (timezone.now() - datetime.fromisoformat(health["checked_at"])).total_seconds()
+
+    with ThreadPoolExecutor(2) as pool:
+        frozen = pool.submit(in_thread, other_client, "mcp_hung__freeze")
+        time.sleep(0.5)  # the freeze is under way
+        hung_again = pool.submit(
+            in_thread,
+            factories.key_client(factories.make_api_key(tenant_a, Role.MEMBER)),
+            "mcp_hung__echo",
+            {"text": "x"},
+        )
+        answered = 0
+        while not (frozen.done() and hung_again.done()):
+            result, took = timed(member_a, "mcp_demo__echo", {"text": "fine"})
+            assert (result["for_llm"], result["is_error"]) == ("fine", False)
+            assert took < 1.5, took
+            result, took = timed(member_a, "mcp_hung__echo", {"text": "mine"}, user_id="alice")
+            assert (result["for_llm"], result["is_error"]) == ("mine", False)
+            assert took < 1.5, took
+            answered += 1
+        for future in (frozen, hung_again):
+            result, took = future.result()
+            assert result["is_error"], result
+            assert "timed out after 2s" in result["for_llm"], result["for_llm"]
+            assert "'hung'" in result["for_llm"]
+            assert took < 2 + 3, took
+    assert answered >= 2
+    # the hung server's pings time out (PING_TIMEOUT) meanwhile; the other server's checks go on
+    watch_until = time.monotonic() + client.PING_TIMEOUT + 1
+    while time.monotonic() < watch_until:
+        assert checked_ago() < 4, checked_ago()
+        time.sleep(0.2)
+    # still bounded afterwards; the other server and the user's session still answer
+    result, took = timed(member_a, "mcp_hung__echo", {"text": "x"})
+    assert result["is_error"], result
+    assert took < 2 + 3, took
+    assert call(member_a, "mcp_demo__echo", {"text": "fine"})["for_llm"] == "fine"
+    assert call(member_a, "mcp_hung__echo", {"text": "mine"}, user_id="alice")["for_llm"] == "mine"
 
 
 @pytest.mark.parametrize("transport", ["sse", "streamable-http"])

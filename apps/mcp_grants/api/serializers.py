@@ -97,14 +97,23 @@ class ServerOutput(serializers.Serializer):  # type: ignore[type-arg]
     enabled = serializers.BooleanField()
     status = serializers.ChoiceField(choices=MCPServer.Status.choices)
     last_health = serializers.JSONField()
+    discovery_failures = serializers.IntegerField(
+        help_text="failed attempts in a row to discover the server's tools (0 once discovery succeeded)"
+    )
+    discovery_retry_at = serializers.DateTimeField(
+        allow_null=True, help_text="when discovery is tried again (null: no retry pending)"
+    )
     created_by = serializers.CharField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
     def to_representation(self, instance: MCPServer) -> dict[str, Any]:
         data = services.server_data(instance)
+        retry_at = instance.discovery_retry_at
         data.update(
             last_health=instance.last_health,
+            discovery_failures=instance.discovery_failures,
+            discovery_retry_at=serializers.DateTimeField().to_representation(retry_at) if retry_at else None,
             created_by=instance.created_by,
             created_at=serializers.DateTimeField().to_representation(instance.created_at),
             updated_at=serializers.DateTimeField().to_representation(instance.updated_at),
