@@ -89,22 +89,27 @@ def loads(text: str) -> Any:
     return json.loads(text, parse_constant=_constant, parse_float=_float, object_pairs_hook=_object)
 
 
-def strict_json(text: str) -> Any:
-    """Decode ``text`` as :class:`StrictJSONParser` does (for endpoints that read a body themselves);
-    raises :class:`ParseError`."""
+def strict_loads(text: str) -> Any:
+    """``text`` decoded under the API's JSON rules (also for JSON typed into a form); raises ValueError
+    (``json.JSONDecodeError`` for malformed JSON) with a message for a client."""
     try:
         data = loads(text)
     except RecursionError:
-        raise ParseError(f"JSON parse error - nested deeper than {MAX_DEPTH} levels") from None
+        raise _Refused(f"nested deeper than {MAX_DEPTH} levels") from None
+    if depth_exceeds(data, MAX_DEPTH):
+        raise _Refused(f"nested deeper than {MAX_DEPTH} levels")
+    if contains_nul(data):
+        raise _Refused("a string contains the NUL character (\\u0000), which is not allowed")
+    return data
+
+
+def strict_json(text: str) -> Any:
+    """Decode ``text`` as :class:`BoundedJSONParser` does (for endpoints that read a body themselves);
+    raises :class:`ParseError`."""
+    try:
+        return strict_loads(text)
     except ValueError as exc:
         raise ParseError(f"JSON parse error - {exc}") from None
-    if depth_exceeds(data, MAX_DEPTH):
-        raise ParseError(f"JSON parse error - nested deeper than {MAX_DEPTH} levels")
-    if contains_nul(data):
-        raise ParseError(
-            "JSON parse error - a string contains the NUL character (\\u0000), which is not allowed"
-        )
-    return data
 
 
 class BoundedJSONParser(JSONParser):
