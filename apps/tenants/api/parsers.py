@@ -57,10 +57,10 @@ def _float(text: str) -> float:
     return value
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _object(pairs: list[tuple[str, Any]], *, allow_nul: bool = False) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
-        if "\x00" in key:
+        if "\x00" in key and not allow_nul:
             raise _Refused("an object key contains the NUL character (\\u0000), which is not allowed")
         if key in result:
             raise _Refused(f"duplicate key {key[:64]!r} in an object; name each key once")
@@ -84,35 +84,42 @@ def contains_nul(value: Any) -> bool:
     return False
 
 
-def loads(text: str) -> Any:
+def _object_with_nul(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return _object(pairs, allow_nul=True)
+
+
+def loads(text: str, *, allow_nul: bool = False) -> Any:
     """Strict JSON as the API accepts it; raises ValueError with a message for a client."""
-    return json.loads(text, parse_constant=_constant, parse_float=_float, object_pairs_hook=_object)
+    hook = _object_with_nul if allow_nul else _object
+    return json.loads(text, parse_constant=_constant, parse_float=_float, object_pairs_hook=hook)
 
 
-def strict_loads(text: str) -> Any:
+def strict_loads(text: str, *, allow_nul: bool = False) -> Any:
     """``text`` decoded under the API's JSON rules (also for JSON typed into a form); raises ValueError
     (``json.JSONDecodeError`` for malformed JSON) with a message for a client."""
     try:
-        data = loads(text)
+        data = loads(text, allow_nul=allow_nul)
     except RecursionError:
         raise _Refused(f"nested deeper than {MAX_DEPTH} levels") from None
     if depth_exceeds(data, MAX_DEPTH):
         raise _Refused(f"nested deeper than {MAX_DEPTH} levels")
-    if contains_nul(data):
+    if not allow_nul and contains_nul(data):
         raise _Refused("a string contains the NUL character (\\u0000), which is not allowed")
     return data
 
 
-def strict_json(text: str) -> Any:
+def strict_json(text: str, *, allow_nul: bool = False) -> Any:
     """Decode ``text`` as :class:`BoundedJSONParser` does (for endpoints that read a body themselves);
     raises :class:`ParseError`."""
     try:
-        return strict_loads(text)
+        return strict_loads(text, allow_nul=allow_nul)
     except ValueError as exc:
         raise ParseError(f"JSON parse error - {exc}") from None
 
 
 class BoundedJSONParser(JSONParser):
+    allow_nul = False
+
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
         request = (parser_context or {}).get("request")
         encoding = getattr(request, "encoding", None) or settings.DEFAULT_CHARSET
@@ -120,4 +127,11 @@ class BoundedJSONParser(JSONParser):
             text = codecs.getreader(encoding)(stream).read()
         except (LookupError, ValueError) as exc:  # an unknown charset, bytes that are not in it
             raise ParseError(f"JSON parse error - {exc}") from None
-        return strict_json(text)
+        return strict_json(text, allow_nul=self.allow_nul)
+
+
+class ToolArgumentsJSONParser(BoundedJSONParser):
+    """For the execute route: a NUL in a tool's arguments reaches the pipeline, which refuses the call
+    as invalid and records it (with the NUL replaced)."""
+
+    allow_nul = True
