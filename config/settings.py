@@ -352,6 +352,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.tenants.permissions.HasTenantRole"],
     "DEFAULT_PARSER_CLASSES": ["apps.tenants.api.parsers.BoundedJSONParser"],
+    "DEFAULT_METADATA_CLASS": "apps.tenants.api.metadata.RouteMetadata",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "apps.tenants.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,

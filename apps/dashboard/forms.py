@@ -15,6 +15,7 @@ from apps.policy.models import Scope
 from apps.teams import team_settings
 from apps.teams.models import Escalation, TaskComment, TaskEvent, Team
 from apps.tenants import setting_secrets
+from apps.tenants.api.parsers import strict_loads
 from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent, ApiKey, agent_key_validator
 from apps.tenants.roles import Role, role_at_least
@@ -50,11 +51,13 @@ def parse_json_object(
     if max_bytes is not None and len(text.encode()) > max_bytes:
         raise forms.ValidationError(f"At most {max_bytes} bytes of JSON.")
     try:
-        value = json.loads(text)
+        value = strict_loads(text)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(
             f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
         ) from None
+    except ValueError as exc:
+        raise forms.ValidationError(f"Not valid JSON: {exc}.") from None
     if not isinstance(value, dict):
         raise forms.ValidationError(f"Must be a JSON object, like {example}.")
     return value
@@ -405,11 +408,13 @@ class PolicyEditForm(DashboardForm):
         if not text.strip():
             return {}
         try:
-            value = json.loads(text)
+            value = strict_loads(text)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(
                 f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
             ) from None
+        except ValueError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc}.") from None
         if not isinstance(value, dict):
             raise forms.ValidationError('Must be a JSON object, like {"deny": ["exec"]}.')
         return value

@@ -22,6 +22,7 @@ from apps.dashboard.forms import DashboardForm
 from apps.dashboard.forms_mcp import MONO, WriteOnlyTextarea, parse_pairs
 from apps.secure_cli import validation as cli_validation
 from apps.secure_cli.presets import Preset
+from apps.tenants.api.parsers import strict_loads
 
 MAX_ENV_TEXT = 65536
 MAX_PATTERN_TEXT = 30000
@@ -47,11 +48,13 @@ def parse_json(raw: str | None, *, limit: int, what: str, example: str) -> dict[
     if len(text.encode()) > limit:
         raise forms.ValidationError(f"At most {limit} bytes of JSON.")
     try:
-        value = json.loads(text)
+        value = strict_loads(text)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(
             f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
         ) from None
+    except ValueError as exc:
+        raise forms.ValidationError(f"Not valid JSON: {exc}.") from None
     if not isinstance(value, dict):
         raise forms.ValidationError(f"{what} must be a JSON object, like {example}.")
     return value

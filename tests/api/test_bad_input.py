@@ -212,3 +212,66 @@ def test_nesting_up_to_the_bound_is_accepted(owner_a):
     body = {"key": "nested", "name": "N", "settings": {**settings, "deep": inner}}
     response = owner_a.post("/api/v1/agents/", body, format="json")
     assert response.status_code == 201, response.content
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ('{"n": 1e999}', "the number 1e999 is too large; send a finite number"),
+        ('{"n": -1e999}', "the number -1e999 is too large; send a finite number"),
+        ('{"n": NaN}', "NaN is not a JSON number; send a finite number"),
+        ('{"n": [Infinity]}', "Infinity is not a JSON number; send a finite number"),
+        ('{"n": -Infinity}', "-Infinity is not a JSON number; send a finite number"),
+    ],
+)
+def test_non_finite_numbers_are_refused(member_a, tenant_a, args, message):
+    services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
+    before = tenant_state(tenant_a)
+    body = '{"agent": "bot", "tool": "datetime", "args": ' + args + "}"
+    error = _error(
+        member_a.post("/api/v1/runtime/execute", body, content_type="application/json"), 400, "malformed_json"
+    )
+    assert error["message"] == f"JSON parse error - {message}"
+    assert tenant_state(tenant_a) == before
+
+
+@pytest.mark.parametrize(
+    "settings_json",
+    [
+        '{"note": "a\\u0000b"}',
+        '{"deep": {"list": ["ok", "a\\u0000"]}}',
+        '{"k\\u0000": 1}',
+        '{"deep": [{"k\\u0000": 1}]}',
+    ],
+)
+def test_nul_characters_are_refused_anywhere(owner_a, tenant_a, settings_json):
+    before = tenant_state(tenant_a)
+    response = owner_a.patch(
+        "/api/v1/tenant/", '{"settings": ' + settings_json + "}", content_type="application/json"
+    )
+    error = _error(response, 400, "malformed_json")
+    assert "NUL character (\\u0000)" in error["message"]
+    response = owner_a.post(
+        "/api/v1/agents/", '{"key": "nul", "name": "a\\u0000"}', content_type="application/json"
+    )
+    _error(response, 400, "malformed_json")
+    assert tenant_state(tenant_a) == before
+
+
+def test_duplicate_keys_are_refused(owner_a, tenant_a):
+    before = tenant_state(tenant_a)
+    body = '{"key": "dup", "name": "One", "settings": {"a": 1, "a": 2}}'
+    error = _error(
+        owner_a.post("/api/v1/agents/", body, content_type="application/json"), 400, "malformed_json"
+    )
+    assert error["message"] == "JSON parse error - duplicate key 'a' in an object; name each key once"
+    body = '{"key": "dup", "name": "One", "name": "Two"}'
+    _error(owner_a.post("/api/v1/agents/", body, content_type="application/json"), 400, "malformed_json")
+    assert tenant_state(tenant_a) == before
+
+
+def test_invalid_utf8_is_refused(owner_a, tenant_a):
+    before = tenant_state(tenant_a)
+    body = b'{"key": "bad", "name": "\xff\xfe"}'
+    _error(owner_a.post("/api/v1/agents/", body, content_type="application/json"), 400, "malformed_json")
+    assert tenant_state(tenant_a) == before

@@ -430,6 +430,13 @@ def test_owner_creates_an_agent_with_settings(owner, tenant_a):
     [
         ("{not json", "Not valid JSON"),
         ("[1, 2]", "Must be a JSON object"),
+        ('{"note": "a\\u0000b"}', "NUL character"),
+        ('{"k\\u0000": 1}', "NUL character"),
+        ('{"t": 1e999}', "send a finite number"),
+        ('{"t": NaN}', "send a finite number"),
+        ('{"t": 1, "t": 2}', "duplicate key"),
+        ('{"a": ' * 100 + "1" + "}" * 100, "nested deeper than 64 levels"),
+        ("a\x00b", "Null characters are not allowed"),
     ],
 )
 def test_bad_settings_json_is_shown_inline(owner, tenant_a, settings, error):

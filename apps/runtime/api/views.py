@@ -18,6 +18,7 @@ from apps.runtime.selectors import agent_tool_definitions
 from apps.secure_cli.selectors import guidance as cli_guidance
 from apps.tenants.access import access_runtime_agent
 from apps.tenants.api.base import TenantViewMixin
+from apps.tenants.api.parsers import ToolArgumentsJSONParser
 from apps.tenants.roles import Role
 from apps.toolkit import gateway, presentation
 from apps.toolkit.call_scope import CALL_SCOPE_PARAMETERS, CallScopeQueryInput
@@ -57,6 +58,7 @@ def _outcome_body(outcome: gateway.CallOutcome) -> dict[str, Any]:
 
 
 class ExecuteView(TenantViewMixin, APIView):
+    parser_classes = [ToolArgumentsJSONParser]
     """Run one tool call for an agent. A tool's own failure is 200 with ``is_error: true``.
 
     An exec call that needs a human's approval waits for the decision (at most

@@ -43,7 +43,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections
 from django.http import Http404, QueryDict
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import INVALID_REQUEST
+from mcp_types import INVALID_REQUEST, PARSE_ERROR
 from psycopg_pool import PoolTimeout
 from rest_framework import exceptions
 from rest_framework.serializers import CharField, ChoiceField
@@ -54,6 +54,7 @@ from apps.runtime import caller
 from apps.runtime.mcp_endpoint import server
 from apps.tenants import database
 from apps.tenants.access import access_runtime_agent
+from apps.tenants.api.parsers import strict_json
 from apps.tenants.authentication import ApiKeyAuthentication
 from apps.tenants.errors import ErrorCode, Forbidden
 from apps.toolkit.call_scope import CallScopeQueryInput
@@ -231,13 +232,15 @@ DATABASE_UNAVAILABLE = Refusal(503, "database_unavailable", database.MESSAGE, {}
 NOT_POST = Refusal(405, ErrorCode.METHOD_NOT_ALLOWED, "Only POST is served: this endpoint is stateless.", {})
 
 
-async def _refuse(send: Any, refusal: Refusal, *, allow: bytes = b"") -> None:
+async def _refuse(
+    send: Any, refusal: Refusal, *, allow: bytes = b"", rpc_code: int = INVALID_REQUEST
+) -> None:
     body = json.dumps(
         {
             "jsonrpc": "2.0",
             "id": None,
             "error": {
-                "code": INVALID_REQUEST,
+                "code": rpc_code,
                 "message": refusal.message,
                 "data": {"code": refusal.code, "details": refusal.details},
             },
@@ -252,6 +255,41 @@ async def _refuse(send: Any, refusal: Refusal, *, allow: bytes = b"") -> None:
         headers.append((b"retry-after", b"5"))
     await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _strict_body(receive: Any) -> tuple[Refusal | None, Any]:
+    """Read the request body and hold it to the REST API's JSON rules (no non-finite numbers, NUL
+    characters or duplicate keys, bounded nesting): a refusal, or None and a ``receive`` that replays
+    the body for the SDK. A body over the size limit is left to the SDK (its 413)."""
+    chunks: list[bytes] = []
+    size, more = 0, True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = bytes(message.get("body", b""))
+        chunks.append(chunk)
+        size += len(chunk)
+        more = bool(message.get("more_body"))
+        if size > settings.MAX_REQUEST_BODY_BYTES:
+            break
+    body = b"".join(chunks)
+    if not more and size <= settings.MAX_REQUEST_BODY_BYTES:
+        try:
+            strict_json(body.decode("utf-8"))
+        except (exceptions.ParseError, UnicodeDecodeError) as exc:
+            detail = exc.detail if isinstance(exc, exceptions.ParseError) else f"JSON parse error - {exc}"
+            return Refusal(400, ErrorCode.MALFORMED_JSON, str(detail), {}), receive
+    replayed = False
+
+    async def replay() -> Any:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": more}
+
+    return None, replay
 
 
 class MCPEndpoint:
@@ -301,6 +339,10 @@ class MCPEndpoint:
                         # Stateless: no server-initiated messages, so no standalone SSE stream (GET)
                         # and no session to end (DELETE); the transport's answer for both is 405.
                         await _refuse(send_with_id, NOT_POST, allow=b"POST")
+                        return
+                    refused, receive = await _strict_body(receive)
+                    if refused is not None:
+                        await _refuse(send_with_id, refused, rpc_code=PARSE_ERROR)
                         return
                     manager = await self._managers.get()
                     await manager.handle_request({**scope, server.CALLER_KEY: found}, receive, send_with_id)
