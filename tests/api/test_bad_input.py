@@ -236,25 +236,34 @@ def test_non_finite_numbers_are_refused(member_a, tenant_a, args, message):
 
 
 @pytest.mark.parametrize(
-    "settings_json",
+    ("settings_json", "where"),
     [
-        '{"note": "a\\u0000b"}',
-        '{"deep": {"list": ["ok", "a\\u0000"]}}',
-        '{"k\\u0000": 1}',
-        '{"deep": [{"k\\u0000": 1}]}',
+        ('{"note": "a\\u0000b"}', "settings.note"),
+        ('{"deep": {"list": ["ok", "a\\u0000"]}}', "settings.deep.list.1"),
     ],
 )
-def test_nul_characters_are_refused_anywhere(owner_a, tenant_a, settings_json):
+def test_nul_characters_in_values_are_refused_by_field(owner_a, tenant_a, settings_json, where):
+    before = tenant_state(tenant_a)
+    response = owner_a.patch(
+        "/api/v1/tenant/", '{"settings": ' + settings_json + "}", content_type="application/json"
+    )
+    error = _error(response, 400, "invalid")
+    assert error["details"]["settings"] == [f"Null characters are not allowed (at {where})."]
+    response = owner_a.post(
+        "/api/v1/agents/", '{"key": "nul", "name": "a\\u0000"}', content_type="application/json"
+    )
+    assert "Null characters" in _error(response, 400, "invalid")["details"]["name"][0]
+    assert tenant_state(tenant_a) == before
+
+
+@pytest.mark.parametrize("settings_json", ['{"k\\u0000": 1}', '{"deep": [{"k\\u0000": 1}]}'])
+def test_nul_characters_in_keys_are_refused(owner_a, tenant_a, settings_json):
     before = tenant_state(tenant_a)
     response = owner_a.patch(
         "/api/v1/tenant/", '{"settings": ' + settings_json + "}", content_type="application/json"
     )
     error = _error(response, 400, "malformed_json")
     assert "NUL character (\\u0000)" in error["message"]
-    response = owner_a.post(
-        "/api/v1/agents/", '{"key": "nul", "name": "a\\u0000"}', content_type="application/json"
-    )
-    _error(response, 400, "malformed_json")
     assert tenant_state(tenant_a) == before
 
 

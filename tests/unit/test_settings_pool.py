@@ -50,7 +50,7 @@ def settings_of(*argv: str, **env: str) -> dict:
 
 
 def test_the_pool_is_on_by_default():
-    assert settings_of("runserver")["pool"] == {"min_size": 1, "max_size": 10, "timeout": 10}
+    assert settings_of("runserver")["pool"] == {"min_size": 1, "max_size": 20, "timeout": 10}
 
 
 def test_the_pool_is_sized_by_the_environment_and_can_be_turned_off():

@@ -6,7 +6,8 @@ Refused with the malformed-JSON error (400), each with a message that says what 
   the result recursively, would raise RecursionError, a 500);
 - non-finite numbers: ``NaN``, ``Infinity``, ``-Infinity`` and numbers too large for a double (``1e999``,
   which would otherwise become Infinity), which neither JSON nor PostgreSQL's ``jsonb`` can hold;
-- the NUL character (``\\u0000``) in any string or object key, which PostgreSQL text cannot hold;
+- the NUL character (``\\u0000``) in an object key, which PostgreSQL text cannot hold (in a string
+  value it is refused by field: the ``invalid`` error naming the top-level field that holds it);
 - an object that names the same key twice (which value was meant is ambiguous).
 """
 
@@ -18,7 +19,7 @@ import math
 from typing import Any
 
 from django.conf import settings
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
 MAX_DEPTH = 64
@@ -94,25 +95,41 @@ def loads(text: str, *, allow_nul: bool = False) -> Any:
     return json.loads(text, parse_constant=_constant, parse_float=_float, object_pairs_hook=hook)
 
 
-def strict_loads(text: str, *, allow_nul: bool = False) -> Any:
+def nul_path(value: Any) -> list[str | int] | None:
+    """Where the first string holding a NUL character is in ``value`` (keys and indexes), or None."""
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        current, path = stack.pop()
+        if isinstance(current, str):
+            if "\x00" in current:
+                return path
+        elif isinstance(current, list):
+            stack.extend((item, [*path, index]) for index, item in reversed(list(enumerate(current))))
+        elif isinstance(current, dict):
+            stack.extend((item, [*path, key]) for key, item in reversed(list(current.items())))
+    return None
+
+
+def strict_loads(text: str, *, allow_nul: bool = False, nul_values: bool = False) -> Any:
     """``text`` decoded under the API's JSON rules (also for JSON typed into a form); raises ValueError
-    (``json.JSONDecodeError`` for malformed JSON) with a message for a client."""
+    (``json.JSONDecodeError`` for malformed JSON) with a message for a client. ``nul_values`` leaves
+    NUL characters in string values for the caller to refuse by field."""
     try:
         data = loads(text, allow_nul=allow_nul)
     except RecursionError:
         raise _Refused(f"nested deeper than {MAX_DEPTH} levels") from None
     if depth_exceeds(data, MAX_DEPTH):
         raise _Refused(f"nested deeper than {MAX_DEPTH} levels")
-    if not allow_nul and contains_nul(data):
+    if not allow_nul and not nul_values and contains_nul(data):
         raise _Refused("a string contains the NUL character (\\u0000), which is not allowed")
     return data
 
 
-def strict_json(text: str, *, allow_nul: bool = False) -> Any:
+def strict_json(text: str, *, allow_nul: bool = False, nul_values: bool = False) -> Any:
     """Decode ``text`` as :class:`BoundedJSONParser` does (for endpoints that read a body themselves);
     raises :class:`ParseError`."""
     try:
-        return strict_loads(text, allow_nul=allow_nul)
+        return strict_loads(text, allow_nul=allow_nul, nul_values=nul_values)
     except ValueError as exc:
         raise ParseError(f"JSON parse error - {exc}") from None
 
@@ -127,7 +144,17 @@ class BoundedJSONParser(JSONParser):
             text = codecs.getreader(encoding)(stream).read()
         except (LookupError, ValueError) as exc:  # an unknown charset, bytes that are not in it
             raise ParseError(f"JSON parse error - {exc}") from None
-        return strict_json(text, allow_nul=self.allow_nul)
+        data = strict_json(text, allow_nul=self.allow_nul, nul_values=True)
+        path = None if self.allow_nul else nul_path(data)
+        if path is not None:
+            # The message DRF's own string fields give, with where the character is when it is deeper.
+            where = ".".join(str(part) for part in path)
+            field = str(path[0]) if path and isinstance(data, dict) else "non_field_errors"
+            message = "Null characters are not allowed."
+            if len(path) != 1:
+                message = f"Null characters are not allowed (at {where or 'the body'})."
+            raise ValidationError({field: [message]})
+        return data
 
 
 class ToolArgumentsJSONParser(BoundedJSONParser):
