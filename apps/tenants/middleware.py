@@ -1,5 +1,6 @@
 """503 for a database that cannot be reached: the API's error envelope under ``/api/``, a short page
-elsewhere, with ``Retry-After``. Nothing was done for such a request (no transaction committed)."""
+elsewhere, with ``Retry-After``. The request's open transaction, if any, was not committed; a write
+the view had already committed on its own stays."""
 
 from __future__ import annotations
 
