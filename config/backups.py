@@ -160,7 +160,7 @@ def check_database_name(name: str) -> str:
 
 
 def _version_of(program: Path) -> int | None:
-    try:
+    try:  # Toolgate's own service process (an operator's command), not a tenant's: no jail
         result = subprocess.run(
             [str(program), "--version"], capture_output=True, text=True, timeout=10, check=False
         )
@@ -203,6 +203,7 @@ def _run(program: Path, args: list[str], server: Server, out: Output, *, verbose
     if verbose:
         command.append("--verbose")
     tail: list[str] = []
+    # Toolgate's own service process (pg_dump or pg_restore for an operator), not a tenant's: no jail.
     with subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
@@ -531,6 +532,7 @@ def _migrate(database: str, out: Output) -> None:
     """``manage.py migrate`` on ``database`` in a process of its own (its post-migrate steps, like the
     recurring jobs, then apply to that database and no other)."""
     env = {**os.environ, "TOOLGATE_DB_NAME": database}
+    # Toolgate's own service process (its migrate, for an operator), not a tenant's: no jail.
     result = subprocess.run(
         [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "migrate", "--noinput"],
         env=env,

@@ -7,23 +7,12 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-POLICY_KEYS = (
-    "profile",
-    "allow",
-    "deny",
-    "alsoAllow",
-    "byProvider",
-    "shellDenyGroups",
-    "execApproval",
-    "rate_limit_per_hour",
-    "scrub_credentials",
-    "originDeny",
-    "security",
-    "ask",
-    "allowlist",
-    "tools",
-    "tools_config",
-)
+from apps.policy.documents import ASK_MODES, KEYS, SECURITY_LEVELS
+from apps.policy.models import Scope
+
+# The tenant scope's keys (the widest), the keys GoClaw documents nest them under and the
+# execApproval's own, so that generated documents reach the deep checks.
+POLICY_KEYS = (*KEYS[Scope.TENANT], "security", "ask", "allowlist", "tools", "tools_config")
 WORDS = (
     "coding",
     "minimal",
@@ -109,8 +98,8 @@ plausible = st.fixed_dictionaries(
         "execApproval": st.fixed_dictionaries(
             {},
             optional={
-                "security": st.sampled_from(["deny", "allowlist", "full"]),
-                "ask": st.sampled_from(["off", "on-miss", "always"]),
+                "security": st.sampled_from(SECURITY_LEVELS),
+                "ask": st.sampled_from(ASK_MODES),
                 "allowlist": st.lists(st.sampled_from(["git *", "ls", "echo *"]), max_size=3),
             },
         ),
