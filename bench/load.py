@@ -39,17 +39,14 @@ from typing import Any
 import httpx
 import websockets
 
+from bench.mcp_endpoint import MCP_HEADERS, sse_result
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 # The demo MCP server runs in the jail like any stdio server: its directory is shown read-only there, as
 # an operator lists a server's installation (set before Django reads its settings).
 os.environ.setdefault("TOOLGATE_JAIL_RO_PATHS", str(BASE_DIR / "tests" / "mcp" / "servers"))
 AGENT = "load-agent"
 MCP_SERVER = "load-demo"
-MCP_HEADERS = {
-    "Accept": "application/json, text/event-stream",
-    "Content-Type": "application/json",
-    "MCP-Protocol-Version": "2025-11-25",
-}
 # (operation, weight)
 MIX = (
     ("execute datetime", 20),
@@ -92,17 +89,6 @@ class Outcome:
         return sum(len(v) for v in self.errors.values()) + len(self.socket_errors)
 
 
-def _mcp_result(response: httpx.Response) -> dict[str, Any]:
-    if response.headers.get("content-type", "").startswith("application/json"):
-        body: dict[str, Any] = response.json()
-        return body
-    for line in response.text.splitlines():
-        if line.startswith("data:") and line[5:].strip():
-            message: dict[str, Any] = json.loads(line[5:])
-            return message
-    return {}
-
-
 async def _operation(http: httpx.AsyncClient, target: Target, name: str, n: int) -> str | None:
     """Send one request of kind ``name``; None when the answer is right, else what was wrong."""
     mcp = f"/mcp/{AGENT}/"
@@ -131,13 +117,12 @@ async def _operation(http: httpx.AsyncClient, target: Target, name: str, n: int)
         }
         response = await http.post(mcp, json=call, headers=MCP_HEADERS)
         ok = (
-            response.status_code == 200
-            and (_mcp_result(response).get("result") or {}).get("isError") is False
+            response.status_code == 200 and (sse_result(response).get("result") or {}).get("isError") is False
         )
     elif name == "MCP tools/list":
         listing = {"jsonrpc": "2.0", "id": n, "method": "tools/list", "params": {}}
         response = await http.post(mcp, json=listing, headers=MCP_HEADERS)
-        ok = response.status_code == 200 and bool((_mcp_result(response).get("result") or {}).get("tools"))
+        ok = response.status_code == 200 and bool((sse_result(response).get("result") or {}).get("tools"))
     elif name == "team task create":
         response = await http.post(
             f"/api/v1/teams/{target.team_id}/tasks/", json={"subject": f"load task {n}"}

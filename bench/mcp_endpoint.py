@@ -87,7 +87,7 @@ async def _drive(label: str, operation: Operation, seconds: float) -> Measured:
     return Measured(label, latencies, time.perf_counter() - began, errors)
 
 
-def _sse_result(response: httpx.Response) -> dict[str, Any]:
+def sse_result(response: httpx.Response) -> dict[str, Any]:
     """The JSON-RPC message of a one-message response, SSE or JSON."""
     if response.headers.get("content-type", "").startswith("application/json"):
         return response.json()  # type: ignore[no-any-return]
@@ -131,7 +131,7 @@ async def _measure_all(base: str, api_key: str, agent_key: str, seconds: float) 
 
         async def raw_call(_: int) -> bool:
             response = await http.post(url, json=call, headers=MCP_HEADERS)
-            result = _sse_result(response).get("result") or {}
+            result = sse_result(response).get("result") or {}
             return response.status_code == 200 and result.get("isError") is False
 
         async def sdk_call(index: int) -> bool:
@@ -144,7 +144,7 @@ async def _measure_all(base: str, api_key: str, agent_key: str, seconds: float) 
 
         async def raw_list(_: int) -> bool:
             response = await http.post(url, json=listing, headers=MCP_HEADERS)
-            result = _sse_result(response).get("result") or {}
+            result = sse_result(response).get("result") or {}
             return response.status_code == 200 and len(result.get("tools") or ()) == tool_count
 
         async def sdk_list(index: int) -> bool:
