@@ -1,5 +1,6 @@
 """The ``/ws/events/`` websocket: authenticated by session or API key, topics of the own tenant only; a
-``team:<id>`` topic only for a team the user's grants reach (``apps.teams.visibility``); ``me`` carries the
+``team:<id>`` topic only for a team of the own tenant that the user's grants reach
+(``apps.teams.visibility``), any other refused as ``not_found`` the way a 404 would be; ``me`` carries the
 events addressed to the socket's own actor (its API key, or its user in this tenant) and nobody else's."""
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from apps.realtime.events import (
     public,
     topic_role,
 )
-from apps.teams.visibility import restricted, visible_team_ids
+from apps.teams.visibility import visible_team_ids
 from apps.tenants.actors import Actor
 from apps.tenants.authentication import actor_for_api_key_header, actor_for_session_user
 
@@ -186,9 +187,12 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if kind == "subscribe":
             hidden = await self._hidden_team_topics(topics)
             if hidden:
+                # As a 404 would: another tenant's team, a missing one and one the user's grants do
+                # not reach get the same answer.
                 await self._error(
-                    "permission_denied",
-                    f"You have no access to these teams' topics: {', '.join(sorted(hidden))}.",
+                    "not_found",
+                    f"No team you can see in this tenant has these topics: {', '.join(sorted(hidden))}. "
+                    "Nothing was subscribed.",
                 )
                 return
         for topic in topics:
@@ -202,11 +206,12 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         await self.send_json({"type": f"{kind}d", "topics": sorted(self.topics)})
 
     async def _hidden_team_topics(self, topics: list[str]) -> list[str]:
-        """The ``team:<id>`` topics whose team the actor's user grants do not reach."""
+        """The ``team:<id>`` topics naming no team of the actor's tenant that the actor may see (its
+        user grants included)."""
         assert self.actor is not None
         actor = self.actor
         wanted = {t: uuid.UUID(t.partition(":")[2]) for t in topics if t.startswith("team:")}
-        if not wanted or not restricted(actor):
+        if not wanted:
             return []
         visible = await database_sync_to_async(visible_team_ids)(actor, set(wanted.values()))
         return [t for t, team_id in wanted.items() if team_id not in visible]

@@ -102,10 +102,11 @@ def can_act(actor: Actor, team: Team) -> bool:
 
 
 def visible_team_ids(actor: Actor, ids: set[uuid.UUID]) -> set[uuid.UUID]:
-    """Those of ``ids`` naming a team ``actor`` may see. For a restricted actor a team that does not
-    exist is not visible either, so a refusal says nothing about which teams exist."""
-    if not restricted(actor):
-        return set(ids)
+    """Those of ``ids`` naming a team of the actor's tenant that ``actor`` may see. A team of another
+    tenant, one that does not exist and (for a restricted actor) one its grants do not reach are all
+    equally invisible, so a refusal says nothing about which teams exist anywhere."""
+    if not ids:
+        return set()
     found = (
         Team.objects.for_tenant(actor.tenant)
         .filter(team_visibility(actor), pk__in=ids)

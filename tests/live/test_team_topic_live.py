@@ -1,9 +1,10 @@
 """The ``team:<id>`` topic on a real daphne: a team's board events reach its tenant's subscribers, and
-never another tenant's, even one that names the same team id."""
+never another tenant's; another tenant's team id, or one that names no team, is refused like a 404."""
 
 from __future__ import annotations
 
 import contextlib
+import uuid
 
 import pytest
 
@@ -31,9 +32,10 @@ def test_board_events_reach_the_teams_tenant_only(live, daphne, sockets, tenant_
     mine, hello = connect(live, sockets, factories.make_api_key(tenant_a, Role.VIEWER))
     assert hello["topic_patterns"] == ["team:<id>"]
     assert mine.subscribe([topic])["topics"] == [topic]
-    # B may name A's team id: the group carries B's tenant, so nothing of A's can arrive.
+    # B cannot subscribe to A's team (refused as a 404 would be); it follows its own team.
     spy, _ = connect(live, sockets, factories.make_api_key(tenant_b, Role.OWNER))
-    spy.subscribe([topic, f"team:{theirs.team.pk}"])
+    assert spy.request({"type": "subscribe", "topics": [topic]})["code"] == "not_found"
+    spy.subscribe([f"team:{theirs.team.pk}"])
 
     task = board.create_task(crew.team, actor=crew.as_lead, subject="Ship the release")
     board.create_task(theirs.team, actor=theirs.as_lead, subject="B's marker")
@@ -55,3 +57,30 @@ def test_team_topics_must_name_a_canonical_uuid(live, daphne, sockets, tenant_a)
         reply = sock.request({"type": "subscribe", "topics": [bad]})
         assert (reply["type"], reply["code"]) == ("error", "unknown_topic"), bad
         assert "team:<id>" in reply["message"]
+
+
+def test_another_tenants_team_topic_is_refused_like_a_404(live, daphne, sockets, tenant_a, tenant_b):
+    theirs = make_crew(tenant_b, "Theirs")
+    mine = make_crew(tenant_a)
+    sock, _ = connect(live, sockets, factories.make_api_key(tenant_a, Role.OWNER))
+    other, ghost = f"team:{theirs.team.pk}", f"team:{uuid.uuid4()}"
+    replies = [sock.request({"type": "subscribe", "topics": [t]}) for t in (other, ghost)]
+    # The same answer for another tenant's team and for no team at all: nothing tells them apart.
+    for reply, topic in zip(replies, (other, ghost), strict=True):
+        assert (reply["type"], reply["code"]) == ("error", "not_found"), reply
+        assert topic in reply["message"]
+    assert replies[0]["message"].replace(other, "X") == replies[1]["message"].replace(ghost, "X")
+    # A refused request subscribes nothing, not even its allowed topics.
+    own = f"team:{mine.team.pk}"
+    mixed = sock.request({"type": "subscribe", "topics": ["agents", own, other]})
+    assert (mixed["type"], mixed["code"]) == ("error", "not_found")
+    assert sock.request({"type": "unsubscribe", "topics": ["agents", own]}) == {
+        "type": "unsubscribed",
+        "topics": [],
+    }
+    assert sock.subscribe([own])["topics"] == [own]
+    # Nothing of B's team reaches A's socket.
+    board.create_task(theirs.team, actor=theirs.as_lead, subject="B's work")
+    board.create_task(mine.team, actor=mine.as_lead, subject="A's work")
+    sock.wait_for(lambda m: event_of(m, topic=own, type="task.created"))
+    assert not [e for e in sock.events() if e["topic"] == other or e["tenant"] != tenant_a.slug]

@@ -31,9 +31,10 @@ def test_api_task_changes_reach_the_teams_subscribers_and_no_other_tenant(
     topic, their_topic = f"team:{crew.team.pk}", f"team:{theirs.team.pk}"
     watcher = connect(live, sockets, factories.make_api_key(tenant_a, Role.VIEWER))
     watcher.subscribe([topic])
-    # B names A's team id: its group carries B's tenant, so nothing of A's can arrive there.
+    # B cannot follow A's team (refused as a 404 would be); it follows its own.
     spy = connect(live, sockets, factories.make_api_key(tenant_b, Role.OWNER))
-    spy.subscribe([topic, their_topic])
+    assert spy.request({"type": "subscribe", "topics": [topic]})["code"] == "not_found"
+    spy.subscribe([their_topic])
     member = factories.make_api_key(tenant_a, Role.MEMBER)
     outsider = factories.make_api_key(tenant_b, Role.MEMBER)
 
