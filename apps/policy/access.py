@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from django.http import Http404
 
 from apps.policy.approval_models import ApprovalRule, PendingApproval
+from apps.policy.approval_services import with_current_status
 
 if TYPE_CHECKING:
     from apps.tenants.actors import Actor
@@ -22,8 +23,13 @@ def _uuid_or_404(value: object) -> uuid.UUID:
 
 
 def access_approval(*, actor: Actor, id: object) -> PendingApproval:
-    """The approval ``id`` of the actor's tenant; 404 for a missing one and for another tenant's."""
-    approval = PendingApproval.objects.for_tenant(actor.tenant).filter(pk=_uuid_or_404(id)).first()
+    """The approval ``id`` of the actor's tenant (with ``current_status``: an expired one reads
+    ``timed_out``); 404 for a missing one and for another tenant's."""
+    approval = (
+        with_current_status(PendingApproval.objects.for_tenant(actor.tenant))
+        .filter(pk=_uuid_or_404(id))
+        .first()
+    )
     if approval is None:
         raise Http404("No approval with this id.")
     return approval

@@ -5,13 +5,18 @@ Writes (each atomic, audited, published on topic ``approvals`` after commit):
 * :func:`approval_request`: a call asks; the pending approval is pushed live to the inbox;
 * :func:`approval_decide`: allow-once, allow-always (which also stores a rule per command shape) or
   deny; only a pending approval can be decided ("not found or already resolved" otherwise);
-* :func:`approval_time_out`: the call stopped waiting (or the expiry sweep found it past
-  ``expires_at``);
+* :func:`approval_time_out`: the call stopped waiting, or the approval expired (:data:`EXPIRY_CLOCK`
+  for calls that do not wait, the once-a-minute sweep for those whose process stopped);
 * :func:`rule_revoke`: the next call of that shape asks again.
 
 A decision also wakes the waiting request, in whatever process it waits: a message to the approval's
 own channel-layer group (tenant-prefixed). :func:`wait_for_decision` listens on that group and
 re-reads the row every :data:`RECHECK_SECONDS`, so a lost message delays a request but never hangs it.
+
+Expiry is measured on clocks that do not step: ``expires_at`` is set and compared by the database's
+clock, and the timers that act at expiry (a waiter, :data:`EXPIRY_CLOCK`) are monotonic. An approval past
+``expires_at`` is never decided (409 ``approval_expired``) and reads show it ``timed_out``
+(:func:`with_current_status`) even before a process has marked it.
 
 Rules are read by every exec call that needs them (``apps.policy.approvals``), never cached, so
 adding or revoking one takes effect on the next call without invalidating any cache.
@@ -21,16 +26,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import logging
+import threading
 import time
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connections, transaction
-from django.db.models import QuerySet
+from django.db.models import BooleanField, Case, CharField, ExpressionWrapper, F, Q, QuerySet, Value, When
+from django.db.models.functions import Now
 from django.dispatch import Signal
 from django.http import Http404
 from django.utils import timezone
@@ -43,6 +52,7 @@ from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError
 from apps.tenants.models import Agent, Tenant
 
+logger = logging.getLogger(__name__)
 RECHECK_SECONDS = 2.0
 # Sent (inside the transaction) when a call that did not wait has its result: kwargs tenant_id and
 # approval_id. A run that waited for the call goes on from it (apps.runs).
@@ -80,19 +90,58 @@ def group_name(tenant_id: uuid.UUID | str, approval_id: uuid.UUID | str) -> str:
 # --- reads -------------------------------------------------------------------------------------------
 
 
+def database_now() -> datetime:
+    """The database server's clock: the one clock every process and node shares, so that an
+    application host's clock stepping (NTP, skew between nodes) moves no approval's expiry."""
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT STATEMENT_TIMESTAMP()")
+        row = cursor.fetchone()
+    return row[0]  # type: ignore[no-any-return]
+
+
+def with_current_status(queryset: QuerySet[PendingApproval]) -> QuerySet[PendingApproval]:
+    """``queryset`` with ``current_status``: ``timed_out`` for an approval past its expiry (by the
+    database's clock) that no process has marked yet, the stored status otherwise. Reads show this
+    one, so an expired approval is never listed or shown as pending."""
+    return queryset.annotate(
+        current_status=Case(
+            When(status=ApprovalStatus.PENDING, expires_at__lte=Now(), then=Value(ApprovalStatus.TIMED_OUT)),
+            default=F("status"),
+            output_field=CharField(),
+        )
+    )
+
+
+def current_status(approval: PendingApproval) -> str:
+    """The status ``approval`` reads with (``current_status`` when read through
+    :func:`with_current_status`, the stored one otherwise)."""
+    return str(getattr(approval, "current_status", approval.status))
+
+
+def current_status_is(status: str) -> Q:
+    """A filter on the status approvals read with (see :func:`with_current_status`)."""
+    if status == ApprovalStatus.PENDING:
+        return Q(status=status, expires_at__gt=Now())
+    if status == ApprovalStatus.TIMED_OUT:
+        return Q(status=status) | Q(status=ApprovalStatus.PENDING, expires_at__lte=Now())
+    return Q(status=status)
+
+
 def approval_list(
     *, tenant: Tenant, status: str | None = None, agent: str | None = None
 ) -> QuerySet[PendingApproval]:
-    queryset = PendingApproval.objects.for_tenant(tenant)
+    queryset = with_current_status(PendingApproval.objects.for_tenant(tenant))
     if status:
-        queryset = queryset.filter(status=status)
+        queryset = queryset.filter(current_status_is(status))
     if agent:
         queryset = queryset.filter(agent_key=agent)
     return queryset.order_by("-created_at")
 
 
 def pending_count(*, tenant: Tenant) -> int:
-    return PendingApproval.objects.for_tenant(tenant).filter(status=ApprovalStatus.PENDING).count()
+    return (
+        PendingApproval.objects.for_tenant(tenant).filter(current_status_is(ApprovalStatus.PENDING)).count()
+    )
 
 
 def rule_list(
@@ -134,7 +183,7 @@ def approval_data(approval: PendingApproval) -> dict[str, Any]:
             "id": approval.requested_by_id,
             "label": approval.requested_by_label,
         },
-        "status": approval.status,
+        "status": current_status(approval),
         "decision": approval.decision,
         "decided_by": {
             "kind": approval.decided_by_kind,
@@ -204,8 +253,10 @@ def approval_request(
     call_payload: str = "",
 ) -> PendingApproval:
     """A call asks for approval. ``command`` must already be scrubbed; ``call_payload`` (only for a call
-    that does not wait) is what the background run needs, stored encrypted."""
-    now = timezone.now()
+    that does not wait) is what the background run needs, stored encrypted. It expires
+    :func:`timeout_seconds` after now by the database's clock; a call that does not wait has it timed
+    out then by this process's :data:`EXPIRY_CLOCK` (the waiter of one that waits does it itself)."""
+    now = database_now()
     approval = PendingApproval(
         tenant=actor.tenant,
         agent=agent,
@@ -242,6 +293,9 @@ def approval_request(
         },
     )
     _publish(actor.tenant, "approval.requested", approval_data(approval))
+    if not wait:
+        tenant_id, approval_id = actor.tenant.pk, approval.pk
+        transaction.on_commit(lambda: EXPIRY_CLOCK.arm(tenant_id, approval_id, timeout_seconds()))
     return approval
 
 
@@ -252,12 +306,15 @@ def _not_pending(approval_id: object) -> Conflict:
     )
 
 
-@transaction.atomic
 def approval_decide(
     *, actor: Actor, approval: PendingApproval, decision: str, reason: str = ""
 ) -> PendingApproval:
     """Resolve a pending approval. allow-always also stores an allow-always rule for every command of
-    it that has a resolved binary (one per binary path and shape, reused when it exists)."""
+    it that has a resolved binary (one per binary path and shape, reused when it exists).
+
+    One past its expiry (by the database's clock) is never decided: it is timed out now if no process
+    did it yet (its call refused, the inbox told), and the answer is 409 ``approval_expired``. One
+    already resolved is 409 ``conflict``, saying how it was resolved."""
     if decision not in ApprovalDecision.values:
         raise ServiceError(
             ErrorCode.INVALID,
@@ -270,18 +327,47 @@ def approval_decide(
             f"reason: at most {MAX_REASON_CHARS} characters",
             details={"reason": [f"Ensure this field has no more than {MAX_REASON_CHARS} characters."]},
         )
-    tenant = actor.tenant
-    locked = (
-        PendingApproval.objects.for_tenant(tenant)
-        .select_for_update()
-        .filter(pk=approval.pk, status=ApprovalStatus.PENDING)
-        .first()
+    with transaction.atomic():
+        locked = (
+            PendingApproval.objects.for_tenant(actor.tenant)
+            .select_for_update(of=("self",))
+            .select_related("tenant")
+            .annotate(expired=ExpressionWrapper(Q(expires_at__lte=Now()), output_field=BooleanField()))
+            .filter(pk=approval.pk)
+            .first()
+        )
+        if locked is None:
+            raise _not_pending(approval.pk)
+        if locked.status == ApprovalStatus.PENDING and locked.expired:
+            _time_out(locked, timezone.now())
+        elif locked.status == ApprovalStatus.PENDING:
+            return _decide(actor, locked, decision, reason)
+    # Outside the block: the time-out above is committed whatever the caller does with the refusal.
+    raise resolved_error(locked)
+
+
+def resolved_error(approval: PendingApproval) -> Conflict:
+    """The refusal to decide ``approval``, which is no longer pending: 409 ``approval_expired`` for one
+    that expired (marked or not yet), ``conflict`` saying how it was resolved otherwise."""
+    if current_status(approval) == ApprovalStatus.TIMED_OUT:
+        return Conflict(
+            ErrorCode.APPROVAL_EXPIRED,
+            f"approval {str(approval.pk)!r} expired at {approval.expires_at.isoformat()} "
+            f"({go_duration(timeout_seconds())} without a decision): its call was refused and nothing ran. "
+            "The agent may ask again.",
+        )
+    by = f" by {approval.decided_by_label}" if approval.decided_by_label else ""
+    when = approval.decided_at.isoformat() if approval.decided_at else "an earlier time"
+    return Conflict(
+        ErrorCode.CONFLICT,
+        f"approval {str(approval.pk)!r} not found or already resolved: it was "
+        f"{approval.get_status_display().lower()}{by} at {when}.",
     )
-    if locked is None:
-        raise _not_pending(approval.pk)
+
+
+def _decide(actor: Actor, locked: PendingApproval, decision: str, reason: str) -> PendingApproval:
+    tenant = actor.tenant
     now = timezone.now()
-    if locked.expires_at <= now:  # its call gave up waiting; the sweep (or the waiter) times it out
-        raise _not_pending(approval.pk)
     locked.status = ApprovalStatus.DENIED if decision == ApprovalDecision.DENY else ApprovalStatus.ALLOWED
     locked.decision = decision
     locked.decided_by_kind = actor.kind
@@ -408,8 +494,9 @@ def approval_time_out(*, tenant: Tenant, approval_id: uuid.UUID) -> bool:
 
 
 def approval_expire_all() -> int:
-    """The expiry sweep: every pending approval past ``expires_at``, tenant by tenant. Returns how many."""
-    now = timezone.now()
+    """The expiry sweep: every pending approval past ``expires_at`` (by the database's clock), tenant by
+    tenant. Returns how many. It catches those whose process's :data:`EXPIRY_CLOCK` is gone (a restart)."""
+    now = Now()
     expired = 0
     tenant_ids = (
         PendingApproval.objects.dangerously_all_tenants()
@@ -426,6 +513,48 @@ def approval_expire_all() -> int:
         for approval_id in list(ids):
             expired += approval_time_out(tenant=tenant, approval_id=approval_id)
     return expired
+
+
+class ExpiryClock:
+    """Times out, at their expiry, the approvals of this process's calls that do not wait (runs parked
+    on one, ``"wait": false`` calls): one daemon thread over a heap of monotonic deadlines, so the inbox
+    is told the moment one expires and a clock stepping on this host neither hastens nor delays it.
+    The once-a-minute sweep (:func:`approval_expire_all`) catches those of a process that stopped."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, str, str]] = []
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, tenant_id: uuid.UUID | str, approval_id: uuid.UUID | str, seconds: float) -> None:
+        with self._wake:
+            heapq.heappush(self._heap, (time.monotonic() + seconds, str(tenant_id), str(approval_id)))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="approval-expiry", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+
+    def pending(self) -> int:
+        with self._wake:
+            return len(self._heap)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    self._wake.wait(timeout=self._heap[0][0] - time.monotonic() if self._heap else None)
+                _, tenant_id, approval_id = heapq.heappop(self._heap)
+            try:
+                tenant = Tenant.objects.filter(pk=tenant_id).first()
+                if tenant is not None:
+                    approval_time_out(tenant=tenant, approval_id=uuid.UUID(approval_id))
+            except Exception:  # the sweep gets it later; this thread must go on for the others
+                logger.exception("could not time out approval %s", approval_id)
+            finally:
+                release_connections()
+
+
+EXPIRY_CLOCK = ExpiryClock()
 
 
 @transaction.atomic

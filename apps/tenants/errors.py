@@ -28,6 +28,8 @@ class ErrorCode(StrEnum):
     ROLE_TOO_HIGH = "role_too_high"
     ALREADY_REVOKED = "already_revoked"
     TENANT_EXISTS = "tenant_exists"
+    # policy
+    APPROVAL_EXPIRED = "approval_expired"
 
 
 class ServiceError(Exception):

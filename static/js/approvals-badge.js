@@ -29,12 +29,40 @@
     if (!cell || cell.dataset.status !== "pending") return;
     cell.dataset.status = data.status;
     row.querySelectorAll("button, input").forEach(function (node) { node.disabled = true; });
+    row.querySelectorAll("a.button").forEach(function (link) {
+      link.removeAttribute("href");
+      link.setAttribute("aria-disabled", "true");
+    });
     const by = data.decided_by && data.decided_by.label ? " by " + data.decided_by.label : "";
     const note = document.createElement("div");
     note.className = "small resolved-note";
     note.textContent = (data.decision || data.status) + by;
     cell.append(note);
   }
+
+  // A pending row is never actionable past its expiry, even before the server's "approval.timed_out"
+  // arrives: its expiry cell is read against the server's clock (the page says what time it was there).
+  const expiry = document.getElementById("approvals-live-config");
+  const skew = (function () {
+    try {
+      const config = JSON.parse(expiry ? expiry.textContent : "{}");
+      return config.server_now ? Date.parse(config.server_now) - Date.now() : 0;
+    } catch (error) { return 0; }
+  })();
+
+  function expireDue() {
+    document.querySelectorAll('[data-approvals-live] td.approval-actions[data-status="pending"]').forEach(
+      function (cell) {
+        const row = cell.closest("tr");
+        const times = row ? row.querySelectorAll("td.time-cell time") : [];
+        const expires = times.length > 1 ? Date.parse(times[1].getAttribute("datetime")) : NaN;
+        if (!isNaN(expires) && expires <= Date.now() + skew) {
+          markResolved({ id: row.dataset.id, status: "timed_out", decision: "expired" });
+        }
+      }
+    );
+  }
+  if (expiry) window.setInterval(expireDue, 1000);
 
   window.ToolgateSocket.onState(function (state) {
     if (state === "live") refresh(); // whatever changed while connecting

@@ -32,8 +32,12 @@ def approval_inbox(request: DashboardRequest) -> HttpResponse:
         ]
     )
     recent = list(
-        approval_services.approval_list(tenant=tenant).exclude(status=ApprovalStatus.PENDING)[:RECENT]
+        approval_services.approval_list(tenant=tenant).exclude(
+            approval_services.current_status_is(ApprovalStatus.PENDING)
+        )[:RECENT]
     )
+    for approval in recent:  # shown as it reads now: one expired but not yet marked is "Timed out"
+        approval.status = approval_services.current_status(approval)
     return render(
         request,
         "dashboard/approvals/inbox.html",
@@ -42,6 +46,7 @@ def approval_inbox(request: DashboardRequest) -> HttpResponse:
             "recent": recent,
             "live": True,
             "live_config": {
+                "server_now": approval_services.database_now().isoformat(),
                 "decide_url": reverse(
                     "dashboard:approval_decide", args=["00000000-0000-0000-0000-000000000000"]
                 ),
@@ -76,6 +81,9 @@ def approval_decide(request: DashboardRequest, id: UUID) -> HttpResponse:
 def approval_deny(request: DashboardRequest, id: UUID) -> HttpResponse:
     """Ask for confirmation and a reason (GET), then deny (POST); the waiting call is refused."""
     approval = access_approval(actor=request.actor, id=id)
+    if request.method != "POST" and approval_services.current_status(approval) != ApprovalStatus.PENDING:
+        messages.error(request, approval_services.resolved_error(approval).message)
+        return redirect("dashboard:approvals")
     reason = request.POST.get("reason", "").strip() if request.method == "POST" else ""
     if request.method == "POST" and len(reason) > approval_services.MAX_REASON_CHARS:
         messages.error(

@@ -47,7 +47,7 @@ class ApprovalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantSc
 
     def scope_queryset(self, queryset: Any) -> Any:
         if self.action != "list":
-            return queryset
+            return approval_services.with_current_status(queryset)
         return approval_services.approval_list(
             tenant=self.actor.tenant, **_filters(s.ApprovalFilterInput, self.request)
         )
