@@ -113,3 +113,54 @@ def test_an_approval_arrives_live_and_deciding_it_completes_the_waiting_call(liv
     ]
     decisions = sorted(ToolCall.objects.for_tenant(tenant).values_list("decision", flat=True))
     assert decisions == ["allowed", "approval_denied"]
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium (apt-get install chromium)")
+def test_a_pending_row_stops_being_actionable_at_its_expiry(live):
+    from datetime import timedelta
+
+    from apps.policy import approval_services
+
+    base = live.daphne()
+    tenant = factories.make_tenant("initrode")
+    admin = factories.make_user(tenant, Role.ADMIN, email="admin@initrode.test")
+    agent = services.agent_create(actor=Actor.system(tenant), key="helper", name="Helper")
+    approval = approval_services.approval_request(
+        actor=Actor.system(tenant),
+        agent=agent,
+        call_id="e" * 32,
+        tool="exec",
+        command="touch expiring.txt",
+        cwd="",
+        shapes=[],
+        reason="approval required",
+        package_install=False,
+        origin="user",
+        session_key="s-1",
+        user_id="",
+        wait=True,  # nobody waits in this test: no process times it out, the page must do it alone
+    )
+    expires = approval_services.database_now() + timedelta(seconds=12)
+    PendingApproval.objects.for_tenant(tenant).filter(pk=approval.pk).update(expires_at=expires)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 860}, base_url=base)
+            page = context.new_page()
+            page.set_default_timeout(10_000)
+            log_in(page, base, admin.email)
+            page.goto(f"{base}/approvals/")
+            row = page.locator("table.approvals-table tbody tr", has_text="touch expiring.txt")
+            expect(row).to_have_count(1)
+            allow = row.get_by_role("button", name="Allow once")
+            expect(allow).to_be_enabled()
+            expect(allow).to_be_disabled(timeout=20_000)
+            expect(row.get_by_role("button", name="Allow always")).to_be_disabled()
+            deny = row.locator("a.button.danger")
+            expect(deny).to_have_attribute("aria-disabled", "true")
+            assert deny.get_attribute("href") is None
+            expect(row).to_contain_text("expired")
+            shot(page, "approvals-expired-row")
+        finally:
+            browser.close()

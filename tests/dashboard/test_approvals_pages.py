@@ -145,6 +145,56 @@ def test_a_resolved_approval_cannot_be_decided_again(admin, tenant_a):
     assert tenant_state(tenant_a) == before
 
 
+def expire(approval: PendingApproval) -> None:
+    """Its time ran out while no process watched it (nothing has marked it timed out yet)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    PendingApproval.objects.for_tenant(approval.tenant).filter(pk=approval.pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+
+def test_an_expired_approval_is_not_offered_in_the_inbox(admin, tenant_a):
+    fresh = ask(tenant_a, "touch fresh.txt")
+    stale = ask(tenant_a, "touch stale.txt", agent=fresh.agent)
+    expire(stale)
+    page = admin.get(reverse("dashboard:approvals")).content.decode()
+    pending, _, recent = page.partition("Recently resolved")
+    assert "touch fresh.txt" in pending
+    assert "touch stale.txt" not in pending
+    assert "touch stale.txt" in recent
+    assert "Timed out" in recent
+    assert reverse("dashboard:approval_decide", args=[stale.pk]) not in page
+    # The page's clock reference lets the inbox disable a row at its expiry before the server says so.
+    assert '"server_now"' in page
+
+
+def test_deciding_an_expired_approval_says_it_expired_and_refuses_its_call(admin, tenant_a):
+    approval = ask(tenant_a)
+    expire(approval)
+    response = admin.post(
+        reverse("dashboard:approval_decide", args=[approval.pk]), {"decision": "allow-once"}, follow=True
+    )
+    text = response.content.decode()
+    assert "expired at" in text
+    assert "its call was refused and nothing ran" in text
+    assert "not found" not in text
+    approval.refresh_from_db()
+    assert (approval.status, approval.decision) == ("timed_out", "")
+
+
+def test_the_deny_confirmation_of_an_expired_approval_goes_back_to_the_inbox(admin, tenant_a):
+    approval = ask(tenant_a)
+    expire(approval)
+    before = tenant_state(tenant_a)
+    response = admin.get(reverse("dashboard:approval_deny", args=[approval.pk]), follow=True)
+    assert response.redirect_chain[-1][0] == reverse("dashboard:approvals")
+    assert "expired at" in response.content.decode()
+    assert tenant_state(tenant_a) == before
+
+
 def test_revoking_a_rule_is_confirmed(admin, tenant_a):
     approval = ask(tenant_a)
     approval_services.approval_decide(
