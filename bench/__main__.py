@@ -47,6 +47,7 @@ from bench import (  # noqa: E402
     sandbox,
     scrub,
     teams,
+    web_workers,
 )
 from bench.urls import BASELINE_PATH  # noqa: E402
 from config import embedded_db  # noqa: E402
@@ -109,7 +110,17 @@ def main() -> int:
     parser.add_argument(
         "--skip-sandbox", action="store_true", help="skip the exec sandbox (Docker) measurement"
     )
+    parser.add_argument(
+        "--only-web-workers",
+        action="store_true",
+        help="measure only execute and the baseline with 1 and with N web workers (bench.web_workers)",
+    )
+    parser.add_argument(
+        "--web-workers", type=int, default=None, help="N for bench.web_workers (default: cores)"
+    )
     args = parser.parse_args()
+    if args.only_web_workers:
+        args.skip_sandbox = True
     # The Docker engine is checked (and the busybox image built) before minutes are spent on the rest.
     try:
         sandboxed = None if args.skip_sandbox else sandbox.prepare()
@@ -125,6 +136,17 @@ def main() -> int:
         seeded = data.seed()
         prepared = time.monotonic() - started
 
+        if args.only_web_workers:
+            print(
+                web_workers.run(
+                    db_name=BENCH_DB,
+                    api_key=seeded.api_key,
+                    agent_key="agent-00",
+                    seconds=args.seconds,
+                    workers=args.web_workers,
+                )
+            )
+            return 0
         results: list[measure.Result] = []
         # "testserver" is the test client's Host header; the bench URLconf adds the baseline route.
         with override_settings(ROOT_URLCONF="bench.urls", ALLOWED_HOSTS=["testserver"]):
@@ -145,6 +167,17 @@ def main() -> int:
             db_name=BENCH_DB,
             seconds=args.seconds,
             http=not args.skip_http,
+        )
+        workers_table = (
+            None
+            if args.skip_http
+            else web_workers.run(
+                db_name=BENCH_DB,
+                api_key=seeded.api_key,
+                agent_key="agent-00",
+                seconds=args.seconds,
+                workers=args.web_workers,
+            )
         )
         mcp_table = (
             None
@@ -192,6 +225,9 @@ def main() -> int:
     if http_table is not None:
         print("\nExecute over HTTP (bench.http_execute):\n")
         print(http_table)
+    if workers_table is not None:
+        print("\nWeb workers (bench.web_workers):\n")
+        print(workers_table)
     print("\n" + "\n".join(bridge_lines))
     if mcp_table is not None:
         print("\nThe MCP endpoint against the REST API (bench.mcp_endpoint):\n")
