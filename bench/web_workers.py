@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,7 +97,7 @@ class WebSet:
                 process.wait()
 
 
-def _script(path: str, body: dict[str, object], api_key: str) -> str:
+def _script(path: str, body: Mapping[str, object], api_key: str) -> str:
     return "\n".join(
         [
             'wrk.method = "POST"',
@@ -131,7 +132,7 @@ def _wrk(base: str, script: str, seconds: float) -> Throughput:
     return Throughput(float(rps[1]), latency.get(50, 0.0), latency.get(99, 0.0), errors)
 
 
-def _check(base: str, path: str, body: dict[str, object], api_key: str, expect: str) -> None:
+def _check(base: str, path: str, body: Mapping[str, object], api_key: str, expect: str) -> None:
     request = urllib.request.Request(  # noqa: S310 (loopback)
         base + path,
         data=json.dumps(body).encode(),

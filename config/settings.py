@@ -220,11 +220,26 @@ if DATABASE_POOL_MAX_SIZE > 0 and not _FORKING_COMMAND:
             "timeout": env_int("DATABASE_POOL_TIMEOUT", 10),
         },
     }
+# Behind PgBouncer in transaction mode (or any pooler that gives a server connection to another client
+# between transactions): no server-side cursors (``.iterator()`` would open a named cursor whose next
+# FETCH may reach another server connection) and no prepared statements. Session state is never relied
+# on otherwise: locks are transaction-level (``pg_advisory_xact_lock``), and PgBouncer itself carries
+# the time zone and the client encoding. The channel layer on PostgreSQL needs LISTEN, a session
+# feature, so this mode needs REDIS_URL (checked below).
+DATABASE_TRANSACTION_POOLING = env_bool("DATABASE_TRANSACTION_POOLING", False)
+if DATABASE_TRANSACTION_POOLING:
+    _db["DISABLE_SERVER_SIDE_CURSORS"] = True
+    _db["OPTIONS"] = {**dict(_db["OPTIONS"]), "prepare_threshold": None}  # type: ignore[call-overload]
 DATABASES: dict[str, dict[str, Any]] = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, channel layer, background jobs ------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
+if DATABASE_TRANSACTION_POOLING and not REDIS_URL:
+    raise ImproperlyConfigured(
+        "DATABASE_TRANSACTION_POOLING=1 needs REDIS_URL: the channel layer on PostgreSQL listens for "
+        "notifications (LISTEN), which a transaction-pooled connection cannot keep."
+    )
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
     # Redis PUB/SUB, not channels_redis.core.RedisChannelLayer: our events are fan-out to groups and may

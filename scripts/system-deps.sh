@@ -2,6 +2,7 @@
 # System packages the test suite needs beyond Python: Chromium (+ driver) for the dashboard browser tests,
 # redis-server for the live tests of the Redis channel layer and cache (the suite starts its own),
 # busybox-static for the exec sandbox's test image, bubblewrap for the jail every tenant process runs in,
+# PgBouncer and HAProxy for the multi-node topology tests, wrk for the web-workers bench,
 # and a running Docker engine (scripts/docker-engine.sh).
 # Installed with apt-get when missing and we are root; otherwise we fail loudly with what to install.
 set -euo pipefail
@@ -11,6 +12,9 @@ missing=()
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 [ -x /usr/bin/redis-server ] || missing+=(redis-server)
 [ -x /usr/bin/bwrap ] || missing+=(bubblewrap)
+[ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
+[ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+[ -x /usr/bin/wrk ] || missing+=(wrk)
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q "ok installed" || missing+=(busybox-static)
 
 if [ ${#missing[@]} -eq 0 ]; then
