@@ -97,9 +97,16 @@ class WebSet:
                 process.wait()
 
 
-def _script(path: str, body: Mapping[str, object], api_key: str) -> str:
+def wrk_script(
+    path: str, body: Mapping[str, object], api_key: str, headers: Mapping[str, str] | None = None
+) -> str:
+    """A wrk script that POSTs ``body`` as JSON to ``path`` with the key (and ``headers``)."""
+    extra = [
+        f"wrk.headers[{json.dumps(name)}] = {json.dumps(value)}" for name, value in (headers or {}).items()
+    ]
     return "\n".join(
         [
+            *extra,
             'wrk.method = "POST"',
             f"wrk.path = {json.dumps(path)}",
             f"wrk.body = {json.dumps(json.dumps(body))}",
@@ -109,7 +116,7 @@ def _script(path: str, body: Mapping[str, object], api_key: str) -> str:
     )
 
 
-def _wrk(base: str, script: str, seconds: float) -> Throughput:
+def wrk_run(base: str, script: str, seconds: float) -> Throughput:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
         handle.write(script)
     try:
@@ -169,7 +176,7 @@ def run(*, db_name: str, api_key: str, agent_key: str, seconds: float, workers: 
         try:
             for label, path, body in cases:
                 _check(web.base, path, body, api_key, "for_llm")
-                results[(label, count)] = _wrk(web.base, _script(path, body, api_key), seconds)
+                results[(label, count)] = wrk_run(web.base, wrk_script(path, body, api_key), seconds)
         finally:
             web.stop()
     lines = [
