@@ -27,6 +27,7 @@ import httpx
 
 from apps.llm.models import Provider
 from apps.llm.selectors import ProviderUnavailable, resolve
+from apps.tenants.api.parsers import strict_loads
 from apps.toolkit.ssrf import USER_AGENT, AddressPolicy, SSRFBlocked, guarded_client
 
 if TYPE_CHECKING:
@@ -80,11 +81,15 @@ class ToolCall:
     arguments: str
 
     def parsed_arguments(self) -> dict[str, Any]:
-        """The arguments as an object; :class:`ProviderError` when the model wrote no JSON object."""
+        """The arguments as an object, read under the API's JSON rules (no NaN or infinite numbers, no
+        duplicate keys, bounded depth; NUL characters are left to the pipeline, as for an API call);
+        :class:`ProviderError` when the model wrote no such JSON object."""
         try:
-            value = json.loads(self.arguments or "{}")
-        except ValueError:
+            value = strict_loads(self.arguments or "{}", allow_nul=True)
+        except json.JSONDecodeError:
             raise ProviderError(f"the model's arguments for {self.name} are not JSON") from None
+        except ValueError as exc:
+            raise ProviderError(f"the model's arguments for {self.name} are not accepted: {exc}") from None
         if not isinstance(value, dict):
             raise ProviderError(f"the model's arguments for {self.name} are not a JSON object")
         return value

@@ -378,3 +378,33 @@ def test_a_builtin_run_cannot_be_claimed(member_a, agent, tenant_a):
     response = member_a.post(f"/api/v1/runs/{run_id}/claim")
     assert response.status_code == 409
     assert "built-in runner" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ('{"timezone": 1e999}', "number"),
+        ('{"timezone": NaN}', "NaN"),
+        ('{"timezone": "UTC", "timezone": "Europe/Paris"}', "duplicate key"),
+        ('{"timezone": "U\\u0000TC"}', "NUL character"),
+    ],
+)
+def test_hostile_model_arguments_are_answered_to_the_model_and_the_run_goes_on(
+    member_a, agent, provider, fake, tenant_a, arguments, said
+):
+    fake.chat = scripted(
+        chat_answer(
+            "",
+            tool_calls=[
+                {"id": "odd", "type": "function", "function": {"name": "datetime", "arguments": arguments}}
+            ],
+        ),
+        chat_answer("Done."),
+    )
+    run = start(member_a).json()
+    assert run["status"] == "completed", run
+    answer = fake.chat.requests[1]["messages"][-1]
+    assert answer["role"] == "tool"
+    assert said in answer["content"]
+    if said != "NUL character":  # refused before the pipeline: the model is asked to call again
+        assert answer["content"].startswith("Error: the model's arguments for datetime are not accepted")
