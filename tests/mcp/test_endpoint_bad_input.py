@@ -1,5 +1,6 @@
-"""Hostile JSON on the MCP endpoint: a JSON-RPC error or an error result, never a server error, and no
-tool call recorded from it."""
+"""Hostile JSON on the MCP endpoint: a JSON-RPC error or an error result, never a server error. As on the
+REST execute route, a NUL character in a tool's arguments reaches the pipeline, which refuses the call as
+invalid and records it (with the NUL replaced); nothing else is recorded."""
 
 from __future__ import annotations
 
@@ -61,4 +62,9 @@ def test_hostile_json_never_fails_the_server(live: Any, tenant_a: Tenant) -> Non
         assert (
             error["message"] == "JSON parse error - duplicate key 'timezone' in an object; name each key once"
         )
-    assert ToolCall.objects.for_tenant(tenant_a).count() == 0
+        nul = client.post(url, content=BODIES[3], headers=headers)
+        assert nul.status_code == 200, nul.text
+        assert "NUL character" in nul.text
+    # The two NUL bodies of the loop and the one above: refused by the pipeline, recorded as invalid.
+    recorded = list(ToolCall.objects.for_tenant(tenant_a).values_list("decision", flat=True))
+    assert recorded == ["invalid"] * 3

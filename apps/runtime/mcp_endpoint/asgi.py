@@ -258,9 +258,10 @@ async def _refuse(
 
 
 async def _strict_body(receive: Any) -> tuple[Refusal | None, Any]:
-    """Read the request body and hold it to the REST API's JSON rules (no non-finite numbers, NUL
-    characters or duplicate keys, bounded nesting): a refusal, or None and a ``receive`` that replays
-    the body for the SDK. A body over the size limit is left to the SDK (its 413)."""
+    """Read the request body and hold it to the execute route's JSON rules (no non-finite numbers or
+    duplicate keys, bounded nesting; a NUL character goes on to the pipeline, which refuses the call as
+    invalid and records it, as it does for the REST API): a refusal, or None and a ``receive`` that
+    replays the body for the SDK. A body over the size limit is left to the SDK (its 413)."""
     chunks: list[bytes] = []
     size, more = 0, True
     while more:
@@ -276,7 +277,7 @@ async def _strict_body(receive: Any) -> tuple[Refusal | None, Any]:
     body = b"".join(chunks)
     if not more and size <= settings.MAX_REQUEST_BODY_BYTES:
         try:
-            strict_json(body.decode("utf-8"))
+            strict_json(body.decode("utf-8"), allow_nul=True)
         except (exceptions.ParseError, UnicodeDecodeError) as exc:
             detail = exc.detail if isinstance(exc, exceptions.ParseError) else f"JSON parse error - {exc}"
             return Refusal(400, ErrorCode.MALFORMED_JSON, str(detail), {}), receive
