@@ -38,6 +38,7 @@ from apps.tenants.models import Agent
 from apps.tenants.roles import Role
 from tests import factories
 from tests.api.test_roles import ACTIONS, _targets
+from tests.factories import PASSWORD
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
@@ -53,10 +54,13 @@ EXTRA: list[tuple[str, str, dict[str, Any] | None]] = [
     ("post", "/api/v1/runs/{external_run}/finish", {"status": "completed", "output": "done"}),
 ]
 
-# Bodies the fuzz run sends instead of the role matrix's: the local embedding model would load in the
-# server on the next memory write or search, longer than a request of the run may take.
+# Bodies the fuzz run sends instead of the role matrix's (string values may name the tenant's slug): the
+# local embedding model would load in the server on the next memory write or search, longer than a
+# request of the run may take; a new member's email must be new to the whole database, whose users all
+# tenants share.
 BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("put", "/api/v1/memory/embedding-settings"): {"kind": "none"},
+    ("post", "/api/v1/memberships/"): {"email": "new@{tenant}.test", "role": "viewer", "password": PASSWORD},
 }
 
 _TENANTS = itertools.count()
@@ -112,7 +116,11 @@ def seed(paths: dict[str, Any]) -> list[Request]:
     deletes = sorted((a for a in actions if a[0] == "delete"), key=lambda a: -a[1].split("?")[0].count("/"))
     known = []
     for method, url, body in reads + writes + deletes:
-        body = BODIES.get((method, url), body)
+        if (method, url) in BODIES:
+            body = {
+                name: value.format(tenant=tenant.slug) if isinstance(value, str) else value
+                for name, value in BODIES[(method, url)].items()
+            }
         path, _, query = url.format(**targets).partition("?")
         template, values = match_template(paths, method, path)
         query_values = dict(parse_qsl(query))

@@ -37,13 +37,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMATHESIS = str(Path(sys.executable).with_name("schemathesis"))
 BUDGET = int(os.environ.get("TOOLGATE_FUZZ_SECONDS", "90"))
-# Operations that the random phases reached with a 2xx. Before the hooks steered requests known to
-# succeed, 175 of 192 were reached in 120 s on a quiet machine and 153 in 90 s within the suite: updates
-# whose object an earlier DELETE had removed, and creates whose bodies must name other objects of the
-# tenant, were missed. With the steering, 136 to 175 are reached in 90 s, depending on how busy the
-# machine is (the busier, the fewer calls: under load most operations get one or two). The seeded pass
-# reaches every operation whatever the load; this floor keeps the random phases from losing their reach.
-REACHED_FLOOR = 130
+# Operations that the random phases reached with a 2xx. Before the hooks steered calls to requests known
+# to succeed, 175 of 192 were reached in 120 s on a quiet machine and 153 in 90 s within the suite:
+# updates whose object an earlier DELETE had removed, and creates whose bodies must name other objects of
+# the tenant, were missed. Now, 180 to 188 in 90 s on a busy machine; those missed are actions whose
+# object an earlier call used up (an MCP request approved before it could be rejected, a task approved
+# before it could be rejected, messages to a run not claimed yet, a relation gone with its entity). The
+# seeded pass reaches every operation whatever the order; this floor keeps the random phases' reach.
+REACHED_FLOOR = 170
 # Operations that never answer a 2xx to this run, by design: operation → why. None today: every operation
 # has a request that succeeds for an owner on seeded objects (the LLM provider, MCP server and channel
 # tests answer 200 with ``ok: false`` for an endpoint that cannot be reached).
@@ -53,14 +54,20 @@ CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,re
 
 def _seed() -> dict[str, Any]:
     """The main tenant with an agent and its key; a tenant of the role matrix's objects, with the
-    requests known to succeed on it but its deletes (for every method but DELETE); and one more whose
-    deletes alone the run may send (so that no delete takes the object other methods' calls use)."""
+    requests known to succeed on it but its deletes (for every method but DELETE); and two more whose
+    deletes alone the run may send (so that no delete takes the object other methods' calls use): one
+    for the deletes of objects that hold others (an agent, a team, a server; ``holders``), one for the
+    rest."""
     main = factories.make_tenant("fuzz")
     services.agent_create(actor=Actor.system(main), key="fuzz-agent", name="Fuzz agent")
     api_key, key = services.api_key_create(actor=Actor.system(main), name="fuzz-run", role=Role.OWNER)
     paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
     valid = [r for r in seeded_pass.seed(paths) if r.method != "DELETE"]
-    doomed = [r for r in seeded_pass.seed(paths) if r.method == "DELETE"]
+    leaves, holding = seeded_pass.seed(paths), seeded_pass.seed(paths)
+    deletes = {r.template for r in leaves if r.method == "DELETE"}
+    holders = {t for t in deletes if any(o != t and o.startswith(t) for o in deletes)}
+    doomed = [r for r in leaves if r.method == "DELETE" and r.template not in holders]
+    doomed += [r for r in holding if r.method == "DELETE" and r.template in holders]
     values: dict[str, list[tuple[dict[str, str], str]]] = collections.defaultdict(list)
     for request in valid:
         if request.path and (request.path, request.key) not in values[request.template]:
