@@ -40,7 +40,7 @@ def _targets(tenant: Tenant) -> dict[str, str]:
     agent = services.agent_create(actor=system, key="target", name="Target")
     key, _ = services.api_key_create(actor=system, name="target key", role=Role.VIEWER)
     membership = services.membership_create(
-        actor=system, email="target@a.test", role=Role.VIEWER, password=factories.PASSWORD
+        actor=system, email=f"target@{tenant.slug}.test", role=Role.VIEWER, password=factories.PASSWORD
     )
     return {
         "agent": agent.key,
