@@ -38,9 +38,13 @@
    lease at least that often) and the gap ``Q_RETRY`` - ``Q_TIMEOUT``, and always below ``Q_RETRY``. A
    worker renews its lease no later than ``Q_TIMEOUT`` after its job was handed out (it is stopped
    then), so with the defaults (300 and 360 seconds: a 60 s lease) the job delivered again ``Q_RETRY``
-   after finds the lease expired. A job lost for good (the queue gave up, or nothing was there to run it)
-   is found by :func:`recover` (every minute): a run whose lease expired ``Q_RETRY`` ago is queued again
-   (or failed, after ``MAX_TAKEOVERS``), so no run stays running forever.
+   after finds the lease expired (with a gap shorter than a step, it may find the lease still live and
+   leave the run: the sweep below queues it again). A job lost for good (the queue gave up, or nothing
+   was there to run it) is found by :func:`recover` (every minute): a run whose lease expired
+   ``Q_RETRY`` ago is queued again (or failed, after ``MAX_TAKEOVERS``), so no run stays running
+   forever; so is a queued run whose job
+   never reached the queue, and a waiting run whose approved call's job was lost (queued again) or
+   stopped in the middle of the call (the run reads :data:`CALL_LOST`: a call is never run twice).
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from apps.context_files.models import NAMES
 from apps.context_files.routing import BOOTSTRAP, HEARTBEAT, Place, route
 from apps.llm.client import ChatResult, ProviderError, ToolCall, client_for
 from apps.llm.selectors import ProviderUnavailable
-from apps.policy.approval_models import PendingApproval
+from apps.policy.approval_models import ApprovalStatus, PendingApproval
 from apps.policy.engine import CallScope
 from apps.runs import services
 from apps.runs.models import Run
@@ -83,6 +87,10 @@ FINAL_ITERATION = (
 )
 BOOTSTRAP_TOOLS = ("write_file",)
 NOT_RUN = "No result: this call was not run (its run ended or was cancelled first)."
+CALL_LOST = (
+    "No result: the worker running this call after its approval stopped before it reported one (killed, "
+    "or its machine went down); the call may have run in part. Check its effects before calling it again."
+)
 # A chat request that fails for a passing reason is tried again (SPEC B §1.4: MaxRetries 2).
 MAX_RETRIES = 2
 RETRY_DELAYS = (1.0, 2.0)
@@ -355,10 +363,11 @@ def _claim_waiting(run_id: uuid.UUID | str, tenant_id: uuid.UUID | str) -> tuple
         if run is None or run.status != Run.Status.WAITING or run.awaiting_approval is None:
             return None
         result = _approval_result(run.tenant_id, run.awaiting_approval)
-        if result is None:
-            return None
         calls = list(run.pending_calls)
-        if calls:  # the call that waited gets its result; the calls after it run next
+        if result is None:
+            if not (calls and "result" in calls[0]):  # no result yet (nor one the sweep gave: CALL_LOST)
+                return None
+        elif calls:  # the call that waited gets its result; the calls after it run next
             calls[0] = {**calls[0], "result": str(result.get("for_llm", ""))}
         run.pending_calls = calls
         run.status = Run.Status.RUNNING
@@ -703,7 +712,10 @@ def recover() -> int:
     would have taken it over by then) is queued again, to be taken over (or failed after
     ``MAX_TAKEOVERS``); a run waiting for an approval whose call has had its result for as long is
     resumed; a queued run left so long is queued again (a second job for it finds it taken). Each is
-    queued at most once per ``Q_RETRY``. Returns how many were queued."""
+    queued at most once per ``Q_RETRY``. The call a run waits for gets its job again when its approval was
+    decided that long ago and its job never took it; when its job took it and no result came within a
+    job's time, that job's worker stopped: the run reads :data:`CALL_LOST` as the call's result and goes
+    on. Returns how many were queued."""
     now = timezone.now()
     long_ago = now - timedelta(seconds=_retry())
     builtin = Run.objects.dangerously_all_tenants().filter(runner=Run.Runner.BUILTIN)
@@ -727,11 +739,48 @@ def recover() -> int:
     for run_id, tenant_id, approval_id in waiting.values_list("pk", "tenant_id", "awaiting_approval")[
         :RECOVER_BATCH
     ]:
-        if approval_id is None or _approval_result(tenant_id, approval_id) is None:
-            continue  # still waiting for a person, or for the approvals job
+        if approval_id is None:
+            continue
+        if _approval_result(tenant_id, approval_id) is None:
+            approval = (
+                PendingApproval.objects.dangerously_all_tenants()
+                .filter(pk=approval_id, tenant_id=tenant_id)
+                .first()
+            )
+            if approval is None or approval.status == ApprovalStatus.PENDING or approval.decided_at is None:
+                continue  # still waiting for a person
+            if approval.decided_at > long_ago:
+                continue  # the approvals job may still be at work
+            if approval.call_payload:  # its job never took the call: queued again (it runs it once)
+                if builtin.filter(pk=run_id, status=Run.Status.WAITING).update(updated_at=now):
+                    jobs.append(("apps.policy.tasks.run_approved_call", str(approval_id), str(tenant_id)))
+                continue
+            if approval.decided_at > now - timedelta(seconds=_worker_timeout() + _retry()):
+                continue
+            if not _call_lost(run_id, approval_id):
+                continue
         if builtin.filter(pk=run_id, status=Run.Status.WAITING).update(updated_at=now):
             jobs.append(("apps.runs.tasks.resume_run", str(tenant_id), str(run_id)))
-    for func, tenant_key, run_key in jobs:
-        logger.warning("run recovered", extra={"run": run_key, "tenant": tenant_key, "job": func})
-        async_task(func, tenant_key, run_key, group="runs")
+    for func, *args in jobs:
+        logger.warning("run recovered", extra={"job": func, "job_args": args})
+        async_task(func, *args, group="approvals" if func.startswith("apps.policy.") else "runs")
     return len(jobs)
+
+
+def _call_lost(run_id: uuid.UUID, approval_id: uuid.UUID) -> bool:
+    """The call ``run_id`` waits for was taken by a job that never reported its result: it gets
+    :data:`CALL_LOST` as its result (False: the run no longer waits for it)."""
+    with transaction.atomic():
+        run = (
+            Run.objects.dangerously_all_tenants()
+            .select_for_update()
+            .filter(pk=run_id, status=Run.Status.WAITING, awaiting_approval=approval_id)
+            .first()
+        )
+        if run is None or not run.pending_calls:
+            return False
+        calls = list(run.pending_calls)
+        calls[0] = {**calls[0], "result": CALL_LOST}
+        run.pending_calls = calls
+        run.save(update_fields=["pending_calls", "updated_at"])
+    return True

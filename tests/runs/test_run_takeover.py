@@ -15,11 +15,12 @@ from django_q.models import OrmQ
 
 from apps.audit.models import ToolCall
 from apps.runs import runner, tasks, teamwork
-from apps.runs.models import Run
+from apps.runs.models import CronFiring, CronJob, Run
 from apps.sessions.models import SessionMessage
 from apps.teams.models import Task
 from tests.llm.fake_provider import chat_answer, scripted
 from tests.llm.fake_provider import tool_call as call
+from tests.runs.test_cron import cron
 from tests.runs.test_team_runs import assigned, builtin_runner, team_call
 from tests.teams.conftest import make_crew
 
@@ -260,3 +261,30 @@ def test_a_team_tasks_job_delivered_again_goes_on_with_its_run(
     task = Task.objects.for_tenant(tenant_a).get(pk=task.pk)
     assert (task.status, task.result) == ("completed", "The report is written.")
     assert len(requests) == 2  # the call, then the answer asked for by the job that took the run over
+
+
+def test_a_scheduled_firing_delivered_again_takes_its_killed_run_over(
+    member_a, agent, provider, fake, tenant_a, monkeypatch
+):
+    fake.chat = scripted(chat_answer("", tool_calls=[call("datetime", {})]), chat_answer("The report."))
+    cron(member_a, action="create", name="report", schedule="every 5m", message="Summarise the day.")
+    job_id = str(CronJob.objects.for_tenant(tenant_a).get().pk)
+    kill_at(monkeypatch, "_ask", 2)  # killed while asking the model after the tool call
+    with pytest.raises(Killed):
+        tasks.fire_cron(str(tenant_a.pk), job_id)
+    monkeypatch.undo()
+    [run] = Run.objects.for_tenant(tenant_a).all()
+    assert (run.status, run.tool_calls) == ("running", 1)
+
+    tasks.fire_cron(str(tenant_a.pk), job_id)  # delivered again while the lease lives: nothing is done
+    assert Run.objects.for_tenant(tenant_a).get().status == "running"
+    expire(run)
+    tasks.fire_cron(str(tenant_a.pk), job_id)  # delivered again after the lease: the run is taken over
+    [run] = Run.objects.for_tenant(tenant_a).all()
+    assert (run.status, run.output, run.tool_calls, run.takeovers) == ("completed", "The report.", 1, 1)
+    assert ToolCall.objects.for_tenant(tenant_a).filter(tool="datetime").count() == 1
+    assert len(fake.chat.requests) == 2
+    firings = list(
+        CronFiring.objects.for_tenant(tenant_a).order_by("created_at").values_list("status", "run")
+    )
+    assert firings == [("started", run.pk), ("skipped", None), ("skipped", None)]
