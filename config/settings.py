@@ -279,12 +279,22 @@ else:
         }
     }
 
+# A job runs for at most Q_TIMEOUT seconds (its worker is then stopped). The queue delivers a job again
+# Q_RETRY seconds after it handed it out when no worker reported its end (the worker was killed, or its
+# machine went down): Q_RETRY must exceed Q_TIMEOUT, or a job still at work would be delivered twice.
+Q_TIMEOUT = env_int("Q_TIMEOUT", 300, minimum=1)
+Q_RETRY = env_int("Q_RETRY", Q_TIMEOUT + 60, minimum=1)
+if Q_RETRY <= Q_TIMEOUT:
+    raise ImproperlyConfigured(
+        f"Q_RETRY ({Q_RETRY}) must be greater than Q_TIMEOUT ({Q_TIMEOUT}): a job still running would be "
+        "delivered a second time; leave Q_RETRY unset for Q_TIMEOUT + 60"
+    )
 Q_CLUSTER = {
     "name": "toolgate",
     "orm": "default",
     "workers": env_int("Q_WORKERS", 2, minimum=1),
-    "timeout": env_int("Q_TIMEOUT", 300, minimum=1),
-    "retry": env_int("Q_TIMEOUT", 300, minimum=1) + 60,
+    "timeout": Q_TIMEOUT,
+    "retry": Q_RETRY,
     "max_attempts": 3,
     "catch_up": False,
     "poll": 0.5,

@@ -7,10 +7,14 @@ class RunsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def schedules(self) -> list[tuple[str, str, int]]:
-        """Recurring jobs (apps.toolkit.schedules): archiving ended subagents, every 10 minutes."""
+        """Recurring jobs (apps.toolkit.schedules): archiving ended subagents, every 10 minutes; queuing
+        again the work of runs whose job was lost, every minute."""
         from apps.runs import tasks
 
-        return [(tasks.ARCHIVE_SCHEDULE, "apps.runs.tasks.archive_subagents", 10)]
+        return [
+            (tasks.ARCHIVE_SCHEDULE, "apps.runs.tasks.archive_subagents", 10),
+            (tasks.RECOVER_SCHEDULE, "apps.runs.tasks.recover_runs", 1),
+        ]
 
     def ready(self) -> None:
         # Importing the module registers the cron and spawn tools (apps.toolkit.registry).

@@ -307,7 +307,8 @@ def fire(
         busy = Run.objects.for_tenant(tenant).filter(
             session__key=session_key, agent=job.agent, status__in=ACTIVE
         )
-        if busy.exists():
+        working = busy.first()
+        if working is not None:
             firing = CronFiring.objects.create(
                 tenant=tenant,
                 job=job,
@@ -315,28 +316,35 @@ def fire(
                 manual=manual,
                 detail="the previous run of this job is still at work",
             )
-            return firing
-        try:
-            run = services.run_create(
-                actor=actor or Actor.system(tenant),
-                agent=job.agent,
-                session_key=session_key,
-                message=job.message,
-                user_id=job.user_id,
-                kind=Run.Kind.CRON,
-                runner=services.runner_for(job.agent),
+        else:
+            try:
+                run = services.run_create(
+                    actor=actor or Actor.system(tenant),
+                    agent=job.agent,
+                    session_key=session_key,
+                    message=job.message,
+                    user_id=job.user_id,
+                    kind=Run.Kind.CRON,
+                    runner=services.runner_for(job.agent),
+                )
+            except ServiceError as error:
+                return CronFiring.objects.create(
+                    tenant=tenant,
+                    job=job,
+                    status=CronFiring.Status.FAILED,
+                    manual=manual,
+                    detail=error.message[:500],
+                )
+            firing = CronFiring.objects.create(
+                tenant=tenant, job=job, status=CronFiring.Status.STARTED, run=run, manual=manual
             )
-        except ServiceError as error:
-            return CronFiring.objects.create(
-                tenant=tenant,
-                job=job,
-                status=CronFiring.Status.FAILED,
-                manual=manual,
-                detail=error.message[:500],
-            )
-        firing = CronFiring.objects.create(
-            tenant=tenant, job=job, status=CronFiring.Status.STARTED, run=run, manual=manual
-        )
+    if working is not None:
+        if not manual and working.status == Run.Status.RUNNING:
+            # This is a worker: a run whose worker stopped in the middle of it (this job delivered
+            # again after its worker was killed) is taken over once its lease expired; a run a worker
+            # holds is left alone.
+            runner.execute(working.pk, working.tenant_id)
+        return firing
     if run.runner != Run.Runner.BUILTIN:  # the agent's external runner claims it from the runs topic
         return firing
     if manual:  # started by a person or a tool call: a worker runs it

@@ -70,12 +70,19 @@ class Run(TenantScoped):
     # (the first is the one waiting), each {"id", "name", "arguments"}.
     awaiting_approval = models.UUIDField(null=True, blank=True)
     pending_calls = models.JSONField(default=list, blank=True)
+    # While running on a worker of the built-in runner: the worker's lease (renewed at each step) and its
+    # token; a job that finds the lease expired takes the run over (apps.runs.runner). ``takeovers``
+    # counts how many times a run was taken over from a worker that stopped in the middle of it.
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_token = models.UUIDField(null=True, blank=True)
+    takeovers = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         indexes = [
             models.Index(fields=["tenant", "status"], name="run_status"),
             models.Index(fields=["tenant", "awaiting_approval"], name="run_awaiting_approval"),
             models.Index(fields=["tenant", "agent", "-created_at"], name="run_agent_recent"),
+            models.Index(fields=["status", "lease_until"], name="run_lease"),
         ]
 
     def __str__(self) -> str:

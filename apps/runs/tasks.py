@@ -7,6 +7,8 @@ from apps.runs import runner
 # The django-q2 Schedule (declared in RunsConfig.schedules, applied by apps.toolkit.schedules) runs the
 # archiving every 10 minutes under this name.
 ARCHIVE_SCHEDULE = "runs.archive_subagents"
+# The sweep that queues again the work of runs whose job was lost (runner.recover), every minute.
+RECOVER_SCHEDULE = "runs.recover"
 
 
 def execute_run(tenant_id: str, run_id: str) -> None:
@@ -15,6 +17,10 @@ def execute_run(tenant_id: str, run_id: str) -> None:
 
 def resume_run(tenant_id: str, run_id: str) -> None:
     runner.resume(run_id, tenant_id)
+
+
+def recover_runs() -> int:
+    return runner.recover()
 
 
 def announce(tenant_id: str, parent_session_id: str) -> None:

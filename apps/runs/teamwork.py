@@ -60,7 +60,9 @@ def on_cancel_runs(task: Task, reason: str) -> None:
 
 
 def run_task(tenant_id: str, task_id: str, message: str, user_id: str) -> Run | None:
-    """Run the task's owner on it, then apply the post-turn rules."""
+    """Run the task's owner on it; the runner applies the post-turn rules when the run ends. The job
+    delivered again after its worker stopped goes on with the run it started (taken over once its
+    lease expired; left alone while a worker holds it) instead of starting another."""
     task = (
         Task.objects.dangerously_all_tenants()
         .select_related("tenant", "team", "owner")
@@ -69,20 +71,28 @@ def run_task(tenant_id: str, task_id: str, message: str, user_id: str) -> Run | 
     )
     if task is None or task.owner is None or task.status != Task.Status.IN_PROGRESS:
         return None
-    actor = Actor.system(task.tenant)
-    run = services.run_create(
-        actor=actor,
-        agent=task.owner,
-        session_key=f"team-task:{task.pk}",
-        message=message or f"Work on task #{task.number}: {task.subject}",
-        user_id=user_id,
-        kind=Run.Kind.TEAM_TASK,
-    )
-    Run.objects.for_tenant(task.tenant).filter(pk=run.pk).update(task=task)
+    text = message or f"Work on task #{task.number}: {task.subject}"
+    with transaction.atomic():
+        run = (
+            Run.objects.for_tenant(task.tenant)
+            .select_for_update()
+            .filter(task=task, kind=Run.Kind.TEAM_TASK, agent=task.owner, input=text, status__in=ACTIVE)
+            .order_by("-created_at")
+            .first()
+        )
+        if run is None:
+            run = services.run_create(
+                actor=Actor.system(task.tenant),
+                agent=task.owner,
+                session_key=f"team-task:{task.pk}",
+                message=text,
+                user_id=user_id,
+                kind=Run.Kind.TEAM_TASK,
+            )
+            run.task = task
+            run.save(update_fields=["task", "updated_at"])
     runner.execute(run.pk, run.tenant_id)
     run.refresh_from_db()
-    if run.finished:  # a run that waits for an approval gets the post-turn rules when it ends
-        after_turn(run)
     return run
 
 

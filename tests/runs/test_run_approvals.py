@@ -4,9 +4,11 @@ and the run goes on from the result in a new job. Cancelling a waiting run denie
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from django_q.models import OrmQ
 
 from apps.audit.models import ToolCall
@@ -20,9 +22,11 @@ from apps.teams import board, dispatch
 from apps.teams.models import Task
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
+from apps.toolkit import gateway
 from apps.toolkit.workspace import workspace_for
 from tests.llm.fake_provider import chat_answer, scripted
 from tests.llm.fake_provider import tool_call as call
+from tests.runs.test_run_takeover import Killed, kill_at
 from tests.teams.conftest import make_crew
 
 pytestmark = pytest.mark.django_db
@@ -280,3 +284,111 @@ def test_a_cancellation_asked_for_while_the_call_asks_wins_over_waiting(
         "denied",
         "the run that asked for it was cancelled",
     )
+
+
+def test_a_resumed_run_killed_before_using_the_approved_result_goes_on_without_asking_again(
+    member_a,
+    admin_a,
+    agent,
+    provider,
+    fake,
+    tenant_a,
+    settings,
+    monkeypatch,
+    django_capture_on_commit_callbacks,
+):
+    """The run's resume job is lost (the sweep queues it again), and the worker resuming it is killed
+    before the approved call's result is saved: the job that takes it over uses that result (the call is
+    neither run again nor sent for approval again) and runs the next call once."""
+    asks_for_exec(fake, "touch approved.txt && echo approved-once")
+    run = start(member_a).json()
+    approval = PendingApproval.objects.for_tenant(tenant_a).get()
+    with django_capture_on_commit_callbacks(execute=True):
+        decide(admin_a, str(approval.pk), "allow-once")
+    with django_capture_on_commit_callbacks(execute=True):
+        [args] = jobs("apps.policy.tasks.run_approved_call")
+        policy_tasks.run_approved_call(*args)
+    OrmQ.objects.all().delete()  # the resume job is lost
+    long_ago = timezone.now() - timedelta(seconds=settings.Q_CLUSTER["retry"] + 1)
+    Run.objects.for_tenant(tenant_a).filter(pk=run["id"]).update(updated_at=long_ago)
+    assert run_tasks.recover_runs() == 1
+    [resume] = jobs("apps.runs.tasks.resume_run")
+    assert resume == (str(tenant_a.pk), run["id"])
+
+    kill_at(monkeypatch, "_tool_result", 1)  # killed as it saves the approved call's result
+    with pytest.raises(Killed):
+        run_tasks.resume_run(*resume)
+    monkeypatch.undo()
+    Run.objects.for_tenant(tenant_a).filter(pk=run["id"]).update(lease_until=long_ago)
+    run_tasks.resume_run(*resume)  # delivered again: taken over
+
+    done = Run.objects.for_tenant(tenant_a).get(pk=run["id"])
+    assert (done.status, done.output, done.tool_calls, done.takeovers) == ("completed", "All done.", 2, 1)
+    assert PendingApproval.objects.for_tenant(tenant_a).count() == 1
+    assert [c.tool for c in ToolCall.objects.for_tenant(tenant_a).order_by("created_at")] == [
+        "exec",
+        "write_file",
+    ]
+    tool_messages = SessionMessage.objects.for_tenant(tenant_a).filter(role="tool").order_by("seq")
+    assert [m.tool_call_id for m in tool_messages] == ["call_exec_1", "call_write_file_2"]
+    assert "approved-once" in tool_messages[0].content
+    assert len(fake.chat.requests) == 2
+
+
+def test_a_run_whose_approved_calls_job_was_lost_or_killed_goes_on_with_the_reason(
+    member_a,
+    admin_a,
+    agent,
+    provider,
+    fake,
+    tenant_a,
+    settings,
+    monkeypatch,
+    django_capture_on_commit_callbacks,
+):
+    """The job that runs the approved call never ran (the sweep queues it again); then its worker is
+    killed in the middle of the call (the job delivered again finds nothing to run: the call is run at
+    most once): after a job's time, the run reads why the call has no result and goes on."""
+    asks_for_exec(fake, "touch approved.txt && echo lost")
+    run = start(member_a).json()
+    approval = PendingApproval.objects.for_tenant(tenant_a).get()
+    with django_capture_on_commit_callbacks(execute=True):
+        decide(admin_a, str(approval.pk), "allow-once")
+    OrmQ.objects.all().delete()  # the approvals job is lost
+    retry, timeout = settings.Q_CLUSTER["retry"], settings.Q_CLUSTER["timeout"]
+
+    def decided_ago(seconds: float) -> None:
+        past = timezone.now() - timedelta(seconds=seconds)
+        PendingApproval.objects.for_tenant(tenant_a).filter(pk=approval.pk).update(decided_at=past)
+        Run.objects.for_tenant(tenant_a).filter(pk=run["id"]).update(updated_at=past)
+
+    decided_ago(retry / 2)
+    assert run_tasks.recover_runs() == 0  # its job may still come
+    decided_ago(retry + 1)
+    assert run_tasks.recover_runs() == 1
+    [args] = jobs("apps.policy.tasks.run_approved_call")
+    assert args == (str(approval.pk), str(tenant_a.pk))
+
+    def killed(*_: Any, **__: Any) -> Any:
+        raise Killed
+
+    monkeypatch.setattr(gateway, "call", killed)
+    with pytest.raises(Killed):
+        policy_tasks.run_approved_call(*args)
+    monkeypatch.undo()
+    assert policy_tasks.run_approved_call(*args) == "nothing to run"  # delivered again: run at most once
+    OrmQ.objects.all().delete()
+    decided_ago(retry + 1)
+    assert run_tasks.recover_runs() == 0  # the killed job's time and its delivery again are not over
+    decided_ago(timeout + retry + 1)
+    assert run_tasks.recover_runs() == 1
+    [resume] = jobs("apps.runs.tasks.resume_run")
+    with django_capture_on_commit_callbacks(execute=True):
+        run_tasks.resume_run(*resume)
+
+    done = Run.objects.for_tenant(tenant_a).get(pk=run["id"])
+    assert (done.status, done.output, done.tool_calls) == ("completed", "All done.", 2)
+    tool_messages = SessionMessage.objects.for_tenant(tenant_a).filter(role="tool").order_by("seq")
+    assert [m.tool_call_id for m in tool_messages] == ["call_exec_1", "call_write_file_2"]
+    assert tool_messages[0].content.startswith("No result: the worker running this call after its approval")
+    assert [c.tool for c in ToolCall.objects.for_tenant(tenant_a)] == ["write_file"]
