@@ -198,6 +198,30 @@ class MetricsMiddleware:
         return response
 
 
+async def timed_asgi(app: Any, route: str, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Run the ASGI ``app`` (an HTTP endpoint outside Django's URLconf: the MCP endpoint) and time it
+    like :class:`MetricsMiddleware` does a Django view, under ``route``."""
+    if not ENABLED:
+        await app(scope, receive, send)
+        return
+    started = time.perf_counter()
+    status = 500
+
+    async def sending(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message.get("type") == "http.response.start":
+            status = int(message.get("status", 500))
+        await send(message)
+
+    try:
+        await app(scope, receive, sending)
+    finally:
+        method = scope.get("method")
+        HTTP_DURATION.labels(route, method if method in _METHODS else OTHER, f"{status // 100}xx").observe(
+            time.perf_counter() - started
+        )
+
+
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 
 

@@ -95,6 +95,8 @@ def test_a_mixed_workload_moves_the_counters_exactly(processes, tenant_a):
             assert client.get("/api/v1/agents/").status_code == 200
         assert client.get("/api/v1/agents/bot/").status_code == 200
         assert client.get("/api/v1/agents/nobody/").status_code == 404
+        # the MCP endpoint (outside Django's URLconf), refused without a key: one 4xx
+        assert httpx.post(f"{base}/mcp/bot/", json={}, timeout=30).status_code == 401
         # a background job, run by the cluster (another process than daphne)
         async_task("math.floor", 2.5)
 
@@ -144,6 +146,7 @@ def test_a_mixed_workload_moves_the_counters_exactly(processes, tenant_a):
     one_agent = {"route": "api/v1/agents/<key>/", "method": "GET"}
     assert delta(before, after, http, **one_agent, status="2xx") == 1
     assert delta(before, after, http, **one_agent, status="4xx") == 1
+    assert delta(before, after, http, route="mcp/<agent>/", method="POST", status="4xx") == 1
     assert not [key for key in after if "nobody" in str(key) or "bot/" in str(key)]
 
     # the websocket counts while it is open, and no more once closed
