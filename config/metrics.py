@@ -42,3 +42,22 @@ def process_exited(pid: int) -> None:
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(pid, str(multiprocess_dir()))  # type: ignore[no-untyped-call]
+
+
+def remove_files_of_ended_processes() -> int:
+    """Remove the metric files of processes that no longer run (their counters go too); those of
+    running processes stay. For a test session's end, where another session may still be running."""
+    removed = 0
+    for file in multiprocess_dir().glob("*_*.db"):
+        try:
+            pid = int(file.stem.rsplit("_", 1)[1])
+        except ValueError:
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            file.unlink(missing_ok=True)
+            removed += 1
+        except PermissionError:
+            pass
+    return removed

@@ -33,9 +33,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     skipped = reporter.stats.get("skipped", []) if reporter is not None else []
     if os.environ.get("CI", "").lower() in {"1", "true", "yes"} and skipped:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    # The metric files of this run's processes go with it (in the controller, once every worker ended).
-    if not hasattr(session.config, "workerinput"):
-        metrics.prepare_multiprocess_dir()
+    # The metric files of this run's processes, ended by now, go with it.
+    metrics.remove_files_of_ended_processes()
     # The embedded server started for this run is stopped with it; one that was already running stays.
     if settings.EMBEDDED_DATABASE and embedded_db.started_here:
         from django.db import connections
