@@ -15,13 +15,14 @@ django_asgi_app = get_asgi_application()
 
 from apps.runtime.mcp_endpoint import PATH_PATTERN, MCPEndpoint  # noqa: E402
 from apps.runtime.routing import websocket_urlpatterns  # noqa: E402
+from apps.tenants import metrics  # noqa: E402
 
 mcp_endpoint = MCPEndpoint()
 
 
 async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if PATH_PATTERN.match(scope["path"]):
-        await mcp_endpoint(scope, receive, send)
+        await metrics.timed_asgi(mcp_endpoint, "mcp/<agent>/", scope, receive, send)
     else:
         await django_asgi_app(scope, receive, send)
 

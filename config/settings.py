@@ -130,6 +130,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "apps.tenants.metrics.MetricsMiddleware",
     "apps.audit.middleware.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -356,6 +357,44 @@ TOOLGATE_SANDBOX_MAX_AGE_DAYS = env_int("TOOLGATE_SANDBOX_MAX_AGE_DAYS", 7, mini
 MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
+
+# --- Metrics and traces -------------------------------------------------------------------------------
+# Prometheus metrics (apps/tenants/metrics.py), recorded by every process into files under one directory
+# (prometheus-client's multiprocess mode) and served at /metrics to scrapers only: a request carrying
+# TOOLGATE_METRICS_TOKEN as a bearer token, or one whose peer address is in TOOLGATE_METRICS_ALLOW_NETS.
+# Neither is set by default, so /metrics answers 404 to everyone until an operator sets one.
+TOOLGATE_METRICS = env_bool("TOOLGATE_METRICS", True)
+TOOLGATE_METRICS_TOKEN = env_str("TOOLGATE_METRICS_TOKEN")
+if TOOLGATE_METRICS_TOKEN and len(TOOLGATE_METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("TOOLGATE_METRICS_TOKEN must be at least 16 characters long")
+TOOLGATE_METRICS_ALLOW_NETS = env_list("TOOLGATE_METRICS_ALLOW_NETS", [])
+try:
+    import ipaddress as _ipaddress
+
+    for _net in TOOLGATE_METRICS_ALLOW_NETS:
+        _ipaddress.ip_network(_net, strict=False)
+except ValueError as _exc:
+    raise ImproperlyConfigured(f"TOOLGATE_METRICS_ALLOW_NETS: {_exc}") from None
+# Tool-call metrics carry the tenant's slug only when this is on, for at most ..._MAX tenants per
+# process (the others count as "other").
+TOOLGATE_METRICS_TENANT_LABEL = env_bool("TOOLGATE_METRICS_TENANT_LABEL", False)
+TOOLGATE_METRICS_TENANT_LABEL_MAX = env_int("TOOLGATE_METRICS_TENANT_LABEL_MAX", 20, minimum=1)
+# Tools outside the catalog (MCP servers' and custom tools) are labelled by their server or name for at
+# most this many distinct labels per process, then "other".
+TOOLGATE_METRICS_EXTERNAL_TOOL_LABEL_MAX = env_int("TOOLGATE_METRICS_EXTERNAL_TOOL_LABEL_MAX", 50, minimum=1)
+# Set before prometheus_client is first imported (it reads the variable then). Whatever starts the
+# processes clears it first (config/metrics.py: prepare_multiprocess_dir).
+PROMETHEUS_MULTIPROC_DIR = Path(env_str("PROMETHEUS_MULTIPROC_DIR") or DATA_DIR / "metrics")
+if TOOLGATE_METRICS:
+    PROMETHEUS_MULTIPROC_DIR.mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(PROMETHEUS_MULTIPROC_DIR)
+# OpenTelemetry traces (apps/tenants/tracing.py): off unless TOOLGATE_TRACING=1 or an OTLP endpoint is
+# set (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; the exporter reads the other
+# OTEL_* variables itself). Off, nothing of OpenTelemetry's SDK is imported.
+TOOLGATE_TRACING = env_bool(
+    "TOOLGATE_TRACING",
+    bool(env_str("OTEL_EXPORTER_OTLP_ENDPOINT") or env_str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
+)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

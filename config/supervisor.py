@@ -120,6 +120,9 @@ def main() -> int:
     workers = web_workers()
     try:
         _manage("bootstrap")
+        from config.metrics import prepare_multiprocess_dir
+
+        prepare_multiprocess_dir()  # a fresh start of the counters, before any process writes them
         try:
             listener = listen(host, int(port))
         except OSError as exc:

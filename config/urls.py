@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.dashboard import health
+from apps.tenants import metrics
 
 api_v1 = [
     path("", include("apps.accounts.api.urls")),
@@ -29,6 +30,7 @@ api_v1 = [
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.view, name="metrics"),  # scrapers only (TOOLGATE_METRICS_TOKEN / _ALLOW_NETS)
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

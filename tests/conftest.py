@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role
-from config import embedded_db
+from config import embedded_db, metrics
 from tests import factories
 from tests.jail_support import JAIL_PROGRAMS
 from tests.processes import LiveProcesses, stop_every_cluster
@@ -33,6 +33,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     skipped = reporter.stats.get("skipped", []) if reporter is not None else []
     if os.environ.get("CI", "").lower() in {"1", "true", "yes"} and skipped:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    # The metric files of this run's processes, ended by now, go with it.
+    metrics.remove_files_of_ended_processes()
     # The embedded server started for this run is stopped with it; one that was already running stays.
     if settings.EMBEDDED_DATABASE and embedded_db.started_here:
         from django.db import connections

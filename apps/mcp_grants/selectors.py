@@ -1,10 +1,13 @@
 """Reads of MCP servers, their tools, grants, per-user credentials and access requests, always within one
-tenant (one of them for a request: ``apps.mcp_grants.access``)."""
+tenant (one of them for a request: ``apps.mcp_grants.access``), but for the counts the operator's metrics
+read."""
 
 from __future__ import annotations
 
 import uuid
 from typing import TYPE_CHECKING
+
+from django.db.models import Count
 
 from apps.mcp_grants.models import (
     AccessRequest,
@@ -107,3 +110,19 @@ def request_list(
     if scope:
         queryset = queryset.filter(scope=scope)
     return queryset.order_by("-created_at", "-id")
+
+
+def server_counts_by_status() -> dict[str, int]:
+    """For the operator's metrics, across every tenant: MCP servers by health status (``disabled`` for
+    those switched off). Counts only: nothing of a tenant's servers leaves this function."""
+    rows = (
+        MCPServer.objects.dangerously_all_tenants()
+        .values("enabled", "status")
+        .annotate(count=Count("pk"))
+        .order_by()
+    )
+    counts = dict.fromkeys([*MCPServer.Status.values, "disabled"], 0)
+    for row in rows:
+        key = row["status"] if row["enabled"] else "disabled"
+        counts[key] = counts.get(key, 0) + int(row["count"])
+    return counts

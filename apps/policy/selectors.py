@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Max
+from django.db.models.functions import Now
 
+from apps.policy.approval_models import ApprovalStatus, PendingApproval
 from apps.policy.models import PolicyDocument, PolicyVersion, Scope
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.scoping import TenantQuerySet
@@ -58,3 +60,13 @@ def explain_agent(*, tenant: Tenant, key: str) -> Agent | None:
     agent by key (None: the tenant has none)."""
     agents = Agent.objects.for_tenant(tenant).order_by("key")
     return (agents.filter(key=key).first() if key else None) or agents.first()
+
+
+def approvals_waiting_count() -> int:
+    """For the operator's metrics, across every tenant: approvals pending and not yet expired (by the
+    database's clock). A count only."""
+    return int(
+        PendingApproval.objects.dangerously_all_tenants()
+        .filter(status=ApprovalStatus.PENDING, expires_at__gt=Now())
+        .count()
+    )

@@ -7,6 +7,7 @@ from asgiref.sync import sync_to_async
 
 from apps.policy import approval_services
 from apps.runtime import pipeline
+from apps.tenants import tracing
 from apps.toolkit import gateway
 
 
@@ -16,9 +17,10 @@ async def finish_after_decision(pending: pipeline.PendingCall) -> gateway.CallOu
     The caller's pooled database connections go back before the wait and are taken again to finish;
     the decision is heard through the channel layer from any process (``wait_for_decision``)."""
     await sync_to_async(approval_services.release_connections)()
-    status = await approval_services.wait_for_decision(
-        tenant=pending.call.actor.tenant,
-        approval_id=pending.approval_id,
-        timeout=approval_services.timeout_seconds(),
-    )
+    with tracing.span("toolgate.approval_wait", **{"toolgate.approval_id": str(pending.approval_id)}):
+        status = await approval_services.wait_for_decision(
+            tenant=pending.call.actor.tenant,
+            approval_id=pending.approval_id,
+            timeout=approval_services.timeout_seconds(),
+        )
     return await sync_to_async(pipeline.resume)(pending, status)

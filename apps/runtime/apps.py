@@ -7,8 +7,13 @@ class RuntimeConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from apps.runtime import metrics as scrape_time
         from apps.runtime import pipeline, selectors
+        from apps.tenants import metrics
         from apps.toolkit import gateway
+
+        if metrics.ENABLED:  # what /metrics reads from the database when scraped
+            metrics.register_collector(scrape_time.collect)
 
         # The one entry point and its listing, for the apps below the gateway too.
         gateway.install(entry=pipeline.call, lister=selectors.agent_tool_definitions)

@@ -26,6 +26,7 @@ from apps.realtime.events import (
     topic_role,
 )
 from apps.teams.visibility import visible_team_ids
+from apps.tenants import metrics
 from apps.tenants.actors import Actor
 from apps.tenants.authentication import actor_for_api_key_header, actor_for_session_user
 
@@ -54,6 +55,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=4401)
             return
         await self.accept()
+        self.counted = True
+        metrics.websocket_opened()
         await self.send_json(
             {
                 "type": "hello",
@@ -119,6 +122,9 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         return validate_host(host, settings.ALLOWED_HOSTS)
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "counted", False):
+            self.counted = False
+            metrics.websocket_closed()
         await self._leave_principal_groups()
         if self.actor is not None:
             for topic in list(self.topics):

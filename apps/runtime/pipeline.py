@@ -37,6 +37,7 @@ from typing import Any
 
 from apps.audit.models import ToolCall
 from apps.audit.services import record_tool_call
+from apps.mcp_grants import naming as mcp_naming
 from apps.messaging.selectors import narrowed_by_topic, topic_tool_allow
 from apps.policy import approval_services, approvals, engine
 from apps.policy.approval_models import ApprovalStatus, PendingApproval
@@ -45,6 +46,7 @@ from apps.policy.engine import CallScope, Resolved
 from apps.runtime import caller
 from apps.runtime.ratelimit import check_rate_limit
 from apps.secure_cli.execution import routes_credentialed
+from apps.tenants import metrics, tracing
 from apps.tenants.actors import Actor
 from apps.tenants.selectors import setting_secrets_for_call
 from apps.toolkit import context as call_context
@@ -69,6 +71,16 @@ def _as_caller(actor: Actor, request: CallRequest) -> CallRequest:
     a foreign origin, or an internal channel named by a key or a dashboard user)."""
     caller.check_channel(actor=actor, channel=request.channel)
     return replace(request, origin=caller.effective_origin(actor=actor, requested=request.origin))
+
+
+def _tool_label(resolved: str) -> str:
+    """The metrics' bounded ``tool`` label: a catalog tool's name; an MCP tool's server prefix
+    (``mcp_pg`` for ``mcp_pg__query``); another external tool's name (up to a cap, then ``other``)."""
+    if resolved in CATALOG:
+        return resolved
+    if resolved.startswith(mcp_naming.PREFIX) and mcp_naming.SEPARATOR in resolved:
+        resolved = resolved.split(mcp_naming.SEPARATOR, 1)[0]
+    return metrics.tool_label(resolved, builtin=False)
 
 
 def _origin(request: CallRequest) -> str:
@@ -108,6 +120,14 @@ def _run(name: str, call_id: str, function: Any, ctx: CallContext, args: dict[st
     if not isinstance(result, ToolResult):
         return ToolResult.error(f'tool "{name}" returned no result')
     return result
+
+
+def _traced_run(name: str, call_id: str, function: Any, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
+    with tracing.span("toolgate.tool", **{"toolgate.tool": name}) as span:
+        result = _run(name, call_id, function, ctx, args)
+        if result.is_error and span is not None:
+            span.set_attribute("toolgate.tool_error", True)
+        return result
 
 
 def _safeguard(name: str, args: dict[str, Any], ctx: CallContext) -> str | None:
@@ -195,6 +215,39 @@ class _Call:
         self.ctx: CallContext | None = None
 
     def finish(self, decision: str, result: ToolResult) -> CallOutcome:
+        with tracing.span("toolgate.scrub"):
+            self._scrub_result(result)
+        duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
+        metrics.tool_call(
+            tool=_tool_label(self.resolved),
+            decision=decision,
+            error=result.is_error,
+            seconds=duration_ms / 1000,
+            tenant=self.actor.tenant.slug,
+        )
+        with tracing.span("toolgate.record"):
+            _record(
+                actor=self.actor,
+                request=self.request,
+                call_id=self.call_id,
+                name=self.name,
+                resolved=self.resolved,
+                args=self.args,
+                decision=decision,
+                result=result,
+                duration_ms=duration_ms,
+                scrub=self.scrub,
+            )
+        return CallOutcome(
+            call_id=self.call_id,
+            result=result,
+            decision=decision,
+            resolved_tool=self.resolved,
+            duration_ms=duration_ms,
+        )
+
+    def _scrub_result(self, result: ToolResult) -> None:
+        """Step 8: both outputs scrubbed of the call's secrets (when the policy says so)."""
         if self.policy.scrub_credentials:
             result.for_llm = self.scrubber.scrub(result.for_llm)
             result.for_user = self.scrubber.scrub(result.for_user or "")
@@ -207,32 +260,30 @@ class _Call:
                     {**c, "text": self.scrubber.scrub(c["text"])} if c.get("type") == "text" else c
                     for c in result.data["content"]
                 ]
-        duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
-        _record(
-            actor=self.actor,
-            request=self.request,
-            call_id=self.call_id,
-            name=self.name,
-            resolved=self.resolved,
-            args=self.args,
-            decision=decision,
-            result=result,
-            duration_ms=duration_ms,
-            scrub=self.scrub,
-        )
-        return CallOutcome(
-            call_id=self.call_id,
-            result=result,
-            decision=decision,
-            resolved_tool=self.resolved,
-            duration_ms=duration_ms,
-        )
 
     def scrub(self, text: str) -> str:
         return self.scrubber.scrub(text) if self.policy.scrub_credentials else text
 
     def front(self) -> CallOutcome | Verdict | None:
         """Steps 1-3: an outcome when the call ends here, a verdict that asks a human, or None to go on."""
+        with tracing.span("toolgate.policy"):
+            ended = self._policy()
+        if ended is not None:
+            return ended
+        with tracing.span("toolgate.approval"):
+            verdict = _approval(self)
+        if verdict is None or verdict.decision == approvals.ALLOW:
+            if verdict is not None and verdict.approved_groups:
+                assert self.ctx is not None
+                self.ctx = replace(self.ctx, approved_deny_groups=verdict.approved_groups)
+            return None
+        if verdict.decision == approvals.DENY:
+            return self.finish(Decision.APPROVAL_DENIED, ToolResult.error(verdict.reason))
+        return verdict
+
+    def _policy(self) -> CallOutcome | None:
+        """Steps 1-3 but the approval: names, the effective tool set and the origin restrictions; an
+        outcome when the call ends here, else None (the call's context is built)."""
         request = self.request
         # 0. No tool takes a NUL character (C strings end there; PostgreSQL text cannot hold one).
         if "\x00" in self.name or _has_nul(self.args):
@@ -284,14 +335,7 @@ class _Call:
             # those this call's origin may not use.
             allowed=[n for n in self.allowed if n not in self.policy.origin_deny.get(_origin(request), ())],
         )
-        verdict = _approval(self)
-        if verdict is None or verdict.decision == approvals.ALLOW:
-            if verdict is not None and verdict.approved_groups:
-                self.ctx = replace(self.ctx, approved_deny_groups=verdict.approved_groups)
-            return None
-        if verdict.decision == approvals.DENY:
-            return self.finish(Decision.APPROVAL_DENIED, ToolResult.error(verdict.reason))
-        return verdict
+        return None
 
     def back(self, approved_groups: frozenset[str] = frozenset()) -> CallOutcome:
         """Steps 4-8, for a call that passed the approval step."""
@@ -302,16 +346,18 @@ class _Call:
         tool_name, args = self.resolved, self.args
 
         # 4. safeguard
-        blocked = _safeguard(tool_name, args, ctx)
+        with tracing.span("toolgate.safeguard"):
+            blocked = _safeguard(tool_name, args, ctx)
         if blocked is not None:
             return self.finish(Decision.SAFEGUARD, ToolResult.error(blocked))
 
         # 5. rate limit
-        limited = check_rate_limit(
-            tenant=self.actor.tenant,
-            session_key=self.request.session_key,
-            per_hour=self.policy.rate_limit_per_hour,
-        )
+        with tracing.span("toolgate.rate_limit"):
+            limited = check_rate_limit(
+                tenant=self.actor.tenant,
+                session_key=self.request.session_key,
+                per_hour=self.policy.rate_limit_per_hour,
+            )
         if limited is not None:
             return self.finish(Decision.RATE_LIMITED, ToolResult.error(limited))
 
@@ -319,7 +365,8 @@ class _Call:
             return self._back_external(ctx, tool_name, args)
 
         # 6. arguments
-        invalid, args = _arguments(tool_name, CATALOG[tool_name].parameters, args, strip=False)
+        with tracing.span("toolgate.arguments"):
+            invalid, args = _arguments(tool_name, CATALOG[tool_name].parameters, args, strip=False)
         if invalid is not None:
             return self.finish(Decision.INVALID, ToolResult.error(invalid))
 
@@ -330,7 +377,7 @@ class _Call:
             return self.finish(
                 Decision.UNAVAILABLE, ToolResult.error(f"unavailable: {tool_name} is {reason}.")
             )
-        return self.finish(Decision.ALLOWED, _run(tool_name, self.call_id, function, ctx, args))
+        return self.finish(Decision.ALLOWED, _traced_run(tool_name, self.call_id, function, ctx, args))
 
     def _back_external(self, ctx: CallContext, name: str, args: dict[str, Any]) -> CallOutcome:
         """Steps 6-7 for a tool outside the catalog (MCP, custom, …): its provider checks access again
@@ -342,10 +389,11 @@ class _Call:
             tool = provider.resolve(self.actor.tenant, self.request.agent, self.request.user_id, name)
         except providers.ToolRefused as exc:
             return self.finish(Decision.DENIED, ToolResult.error(str(exc), reason=exc.reason))
-        invalid, args = _arguments(name, tool.schema, args, strip=True)
+        with tracing.span("toolgate.arguments"):
+            invalid, args = _arguments(name, tool.schema, args, strip=True)
         if invalid is not None:
             return self.finish(Decision.INVALID, ToolResult.error(invalid))
-        return self.finish(Decision.ALLOWED, _run(name, self.call_id, tool.run, ctx, args))
+        return self.finish(Decision.ALLOWED, _traced_run(name, self.call_id, tool.run, ctx, args))
 
 
 @dataclass
@@ -373,10 +421,31 @@ def call(
     Raises ``Forbidden`` (nothing run, nothing recorded) when the request names an origin or a channel
     its caller may not use (:mod:`apps.runtime.caller`); a decided call is checked again against the
     actor that asked (its key's origin cannot change)."""
+    with tracing.span("toolgate.call", **{"toolgate.tool_requested": request.tool[:200]}) as span:
+        step = _call(actor=actor, request=request, wait=wait, decided=decided)
+        if span is not None:
+            _describe(span, step)
+        return step
+
+
+def _describe(span: Any, step: CallOutcome | PendingCall) -> None:
+    """What a call's span says of its end: the decision and tool, or the approval it waits for."""
+    if isinstance(step, CallOutcome):
+        span.set_attributes({"toolgate.decision": step.decision, "toolgate.tool": step.resolved_tool})
+    else:
+        span.set_attributes(
+            {"toolgate.approval_id": str(step.approval_id), "toolgate.tool": step.call.resolved}
+        )
+
+
+def _call(
+    *, actor: Actor, request: CallRequest, wait: bool, decided: Decided | None
+) -> CallOutcome | PendingCall:
     request = _as_caller(actor, request)
     if decided is not None:
         return _finish_decided(actor, request, decided)
-    call = _Call(actor=actor, request=request)
+    with tracing.span("toolgate.resolve"):
+        call = _Call(actor=actor, request=request)
     step = call.front()
     if isinstance(step, CallOutcome):
         return step
@@ -408,15 +477,24 @@ def execute(*, actor: Actor, request: CallRequest) -> CallOutcome:
     step = call(actor=actor, request=request)
     if isinstance(step, CallOutcome):
         return step
-    status = approval_services.wait_for_decision_sync(
-        tenant=actor.tenant, approval_id=step.approval_id, timeout=approval_services.timeout_seconds()
-    )
+    with tracing.span("toolgate.approval_wait", **{"toolgate.approval_id": str(step.approval_id)}):
+        status = approval_services.wait_for_decision_sync(
+            tenant=actor.tenant, approval_id=step.approval_id, timeout=approval_services.timeout_seconds()
+        )
     return resume(step, status)
 
 
 def resume(pending: PendingCall, status: str) -> CallOutcome:
     """Finish a call after its approval was resolved (``status``): run it when allowed, else refuse it
     (a still-pending approval is timed out first)."""
+    with tracing.span("toolgate.resume", **{"toolgate.approval_status": status}) as span:
+        outcome = _resume(pending, status)
+        if span is not None:
+            _describe(span, outcome)
+        return outcome
+
+
+def _resume(pending: PendingCall, status: str) -> CallOutcome:
     call = pending.call
     tenant = call.actor.tenant
     if status == ApprovalStatus.PENDING:

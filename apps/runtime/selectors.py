@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django_q.models import Failure, OrmQ
+
 from apps.messaging.selectors import call_tool_allow
 from apps.policy import engine, listing
 from apps.policy.engine import CallScope
@@ -44,3 +46,13 @@ def agent_tool_definitions(
         include_unavailable=include_unavailable,
         session_key=session_key,
     )
+
+
+def background_queue_depth() -> int:
+    """Jobs waiting in (or taken from, not yet acknowledged by) django-q2's queue: the operator's metrics."""
+    return int(OrmQ.objects.count())
+
+
+def background_failures_stored() -> int:
+    """Failed django-q2 jobs kept in the database (the admin's "Failed tasks"): the operator's metrics."""
+    return int(Failure.objects.count())

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class TenantsConfig(AppConfig):
@@ -7,4 +8,19 @@ class TenantsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from apps.tenants import schema  # noqa: F401  (registers the OpenAPI auth extensions)
+        from django_q.signals import post_execute
+
+        from apps.tenants import metrics, schema  # noqa: F401  (schema registers the OpenAPI auth extensions)
+
+        post_execute.connect(_job_finished, dispatch_uid="toolgate-metrics-jobs")
+        if settings.TOOLGATE_TRACING:
+            from apps.tenants import tracing
+
+            tracing.start()
+
+
+def _job_finished(sender: object, task: dict[str, object], **kwargs: object) -> None:
+    """django-q2's monitor saved a finished job: count it by function and outcome."""
+    from apps.tenants import metrics
+
+    metrics.background_job(func=str(task.get("func") or ""), success=bool(task.get("success")))

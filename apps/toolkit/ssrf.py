@@ -51,6 +51,8 @@ import httpcore
 import httpx
 from django.core.exceptions import ImproperlyConfigured
 
+from apps.tenants import tracing
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 # host, port -> the IP addresses (as strings) the name resolves to.
@@ -629,13 +631,14 @@ def guarded_client(
     :func:`fetch` for that, or the hops are still checked if a caller enables it) and ignores
     environment proxies and ``.netrc``. Response size is the caller's to cap (see :func:`fetch`)."""
     policy = policy or AddressPolicy.from_settings()
-    return httpx.Client(
+    client = httpx.Client(
         transport=GuardedTransport(policy, verify=verify),
         follow_redirects=False,
         trust_env=False,
         timeout=_timeout(connect_timeout, read_timeout),
         headers={"User-Agent": USER_AGENT, **(headers or {})},
     )
+    return tracing.instrument_httpx_client(client)  # type: ignore[no-any-return]
 
 
 def guarded_async_client(
@@ -648,13 +651,14 @@ def guarded_async_client(
 ) -> httpx.AsyncClient:
     """The async twin of :func:`guarded_client`."""
     policy = policy or AddressPolicy.from_settings()
-    return httpx.AsyncClient(
+    client = httpx.AsyncClient(
         transport=AsyncGuardedTransport(policy, verify=verify),
         follow_redirects=False,
         trust_env=False,
         timeout=_timeout(connect_timeout, read_timeout),
         headers={"User-Agent": USER_AGENT, **(headers or {})},
     )
+    return tracing.instrument_httpx_client(client)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------------------------------
