@@ -189,7 +189,7 @@ up() {
   compose down --volumes --remove-orphans >/dev/null 2>&1 || true
   log "starting the stack (${COMPOSE[*]})"
   compose up -d >"$CACHE/up.log" 2>&1 || { tail -30 "$CACHE/up.log"; return 1; }
-  wait_healthy
+  wait_healthy && log "every service is healthy"
 }
 
 down() {
@@ -210,7 +210,8 @@ check() {
     local ready=0
     for _ in $(seq 1 40); do
       code=$(curl -s -o "$CACHE/readyz.json" -w '%{http_code}' "$base/readyz" || true)
-      [ "$code" = 200 ] && { ready=$(( ready + 1 )); [ $ready -ge 4 ] && break; } || ready=0
+      if [ "$code" = 200 ]; then ready=$(( ready + 1 )); else ready=0; fi
+      [ $ready -lt 4 ] || break
       sleep 1.5
     done
     if [ $ready -ge 4 ]; then record PASS "GET /readyz through HAProxy: 200, $(cat "$CACHE/readyz.json")"
