@@ -86,7 +86,7 @@ wheelhouse() {
   if [ "$(cat "$wheels/.stamp" 2>/dev/null)" = "$stamp" ]; then
     return 0
   fi
-  log "building the wheelhouse with $PYTHON -m pip wheel -c constraints.txt ."
+  log "building the wheelhouse: $PYTHON -m pip wheel -c constraints.txt (the dependencies in pyproject.toml)"
   rm -rf "$wheels" "$CACHE/wheels.tmp"
   # The project's dependencies, not the project: the image copies the source (and building it here
   # would leave build/ in the checkout).
