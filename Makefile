@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format bench bootstrap system-deps migrate clean-data
+.PHONY: run test lint format bench bootstrap system-deps migrate clean-data deploy-check deploy-images
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,3 +48,11 @@ migrate: $(STAMP)
 clean-data:
 	-$(BIN)/python manage.py embedded_db stop
 	rm -rf .data
+
+# Builds Toolgate's images (no registry: the base is made with debootstrap) and runs deploy/compose.yaml:
+# /readyz and one execute through the load balancer, then tears it down. Slow; not part of `make test`.
+deploy-check: $(STAMP)
+	PYTHON=$(BIN)/python bash scripts/deploy-check.sh check
+
+deploy-images: $(STAMP)
+	PYTHON=$(BIN)/python bash scripts/deploy-check.sh build

@@ -240,6 +240,8 @@ def fingerprint(key: str) -> str:
 
 
 def key_location() -> str:
+    if os.environ.get("FIELD_ENCRYPTION_KEY_FILE", "").strip():
+        return f"the file {os.environ['FIELD_ENCRYPTION_KEY_FILE'].strip()} (FIELD_ENCRYPTION_KEY_FILE)"
     if os.environ.get("FIELD_ENCRYPTION_KEY", "").strip():
         return "the FIELD_ENCRYPTION_KEY environment variable"
     return f"the file {Path(settings.DATA_DIR) / KEY_FILE_NAME}"

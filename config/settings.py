@@ -22,7 +22,17 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 
 def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default).strip()
+    """``NAME`` from the environment, or the contents of the file ``NAME_FILE`` names (secrets mounted as
+    files: Docker and Kubernetes secrets); setting both is refused."""
+    path = os.environ.get(f"{name}_FILE", "").strip()
+    if not path:
+        return os.environ.get(name, default).strip()
+    if os.environ.get(name, "").strip():
+        raise ImproperlyConfigured(f"Set {name} or {name}_FILE, not both")
+    try:
+        return Path(path).read_text().strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read: {exc.strerror or exc}") from None
 
 
 def env_bool(name: str, default: bool) -> bool:
