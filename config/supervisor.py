@@ -104,7 +104,9 @@ def main() -> int:
     os.chdir(BASE_DIR)
     host = os.environ.get("TOOLGATE_HOST", "127.0.0.1")
     port = os.environ.get("TOOLGATE_PORT", "8000")
-    embedded = not os.environ.get("DATABASE_URL", "").strip()
+    embedded = not (
+        os.environ.get("DATABASE_URL", "").strip() or os.environ.get("DATABASE_URL_FILE", "").strip()
+    )
     stopping = False
 
     def request_stop(signum: int, frame: object) -> None:
