@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import configparser
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+
+from tests.unit.settings_probe import probe_settings
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 DEPLOY = BASE_DIR / "deploy"
@@ -114,21 +114,7 @@ _INHERITED_NOT = {"SECRET_KEY", "DATABASE_URL", "TOOLGATE_DB_NAME"}
 
 
 def probe(**env: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **{k: v for k, v in os.environ.items() if k not in _INHERITED_NOT},
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "TOOLGATE_EMBEDDED_DB_AUTOSTART": "0",
-        **env,
-    }
-    return subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        cwd=BASE_DIR,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return probe_settings(_PROBE, unset=_INHERITED_NOT, **env)
 
 
 def test_settings_read_secrets_from_the_files_their_FILE_variables_name(tmp_path):

@@ -4,12 +4,9 @@ sized by DATABASE_POOL_MAX_SIZE, and refused together with persistent connection
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
-BASE_DIR = Path(__file__).resolve().parents[2]
+from tests.unit.settings_probe import probe_settings
 
 _PROBE = """
 import json, sys
@@ -23,24 +20,7 @@ print(json.dumps({"pool": db["OPTIONS"].get("pool"), "conn_max_age": db["CONN_MA
 
 
 def probe(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "TOOLGATE_EMBEDDED_DB_AUTOSTART": "0",
-        **env,
-    }
-    for name in ("DATABASE_POOL_MAX_SIZE", "DATABASE_CONN_MAX_AGE"):
-        if name not in env:
-            environment.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-c", _PROBE, *argv],
-        cwd=BASE_DIR,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return probe_settings(_PROBE, *argv, unset=("DATABASE_POOL_MAX_SIZE", "DATABASE_CONN_MAX_AGE"), **env)
 
 
 def settings_of(*argv: str, **env: str) -> dict:

@@ -5,12 +5,9 @@ fails with a message that says so."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
-BASE_DIR = Path(__file__).resolve().parents[2]
+from tests.unit.settings_probe import probe_settings
 
 _PROBE = """
 import json
@@ -22,21 +19,7 @@ print(json.dumps({"timeout": settings.Q_CLUSTER["timeout"], "retry": settings.Q_
 
 
 def probe(**env: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **{k: v for k, v in os.environ.items() if k not in ("Q_TIMEOUT", "Q_RETRY")},
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "TOOLGATE_EMBEDDED_DB_AUTOSTART": "0",
-        **env,
-    }
-    return subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        cwd=BASE_DIR,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return probe_settings(_PROBE, unset=("Q_TIMEOUT", "Q_RETRY"), **env)
 
 
 def queue_settings(**env: str) -> dict[str, int]:
