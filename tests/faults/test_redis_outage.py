@@ -5,9 +5,7 @@ of Toolgate: readiness, execute, and live events to a socket that stayed open.""
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +16,7 @@ from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories
 from tests.live.wsclient import event_of, open_socket
-from tests.processes import LiveProcesses
+from tests.processes import LiveProcesses, wait_until
 from tests.redis_server import RedisServer
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
@@ -46,17 +44,6 @@ def redis_processes(live: LiveProcesses, own_redis: RedisServer) -> Iterator[Liv
         processes.stop_all()
 
 
-def _until(check: Any, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:g}s")
-        time.sleep(0.3)
-
-
 def test_redis_down_is_reported_answered_clearly_and_recovered_from(redis_processes, own_redis, tenant_a):
     services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
     raw = factories.make_api_key(tenant_a, Role.OWNER)
@@ -68,7 +55,8 @@ def test_redis_down_is_reported_answered_clearly_and_recovered_from(redis_proces
     def readyz() -> httpx.Response:
         return httpx.get(f"{base}/readyz", timeout=30)
 
-    _until(lambda: readyz().status_code == 200)  # the cluster registers a few seconds after its start
+    # The cluster registers a few seconds after its start.
+    wait_until(lambda: readyz().status_code == 200, timeout=30)
     assert web.post("/api/v1/runtime/execute", json=body).status_code == 200
     with contextlib.ExitStack() as stack:
         sock = stack.enter_context(open_socket(redis_processes.ws_url, api_key=raw))
@@ -78,7 +66,7 @@ def test_redis_down_is_reported_answered_clearly_and_recovered_from(redis_proces
         sock.subscribe(["agents"])
 
         own_redis.pause()
-        down = _until(lambda: (r := readyz()).status_code == 503 and r)
+        down = wait_until(lambda: (r := readyz()).status_code == 503 and r, timeout=30)
         assert down.json()["checks"]["channel_layer"]["ok"] is False, down.json()
         for _ in range(5):
             response = web.post("/api/v1/runtime/execute", json=body)
@@ -90,7 +78,7 @@ def test_redis_down_is_reported_answered_clearly_and_recovered_from(redis_proces
 
         own_redis.resume()
         try:
-            _until(lambda: readyz().status_code == 200, timeout=60)
+            wait_until(lambda: readyz().status_code == 200, timeout=60)
         except AssertionError:
             raise AssertionError(readyz().text) from None
         assert web.post("/api/v1/runtime/execute", json=body).status_code == 200

@@ -24,6 +24,7 @@ import pytest
 from websockets.sync.client import connect
 
 from tests.live.wsclient import EventSocket, event_of
+from tests.processes import wait_until
 from tests.topology.harness import NODES, Topology, running
 
 # The topology's start (two minutes on a busy machine) counts toward the first test's time.
@@ -55,17 +56,6 @@ def api(topology: Topology, key: str, node: str | None = None) -> httpx.Client:
 def served_by(response: httpx.Response, node: str) -> httpx.Response:
     assert response.headers.get("x-toolgate-node") == node, (response.headers, response.text[:300])
     return response
-
-
-def until(check: Any, timeout: float = 30.0, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:g}s")
-        time.sleep(interval)
 
 
 def put_policy(web: httpx.Client, document: dict[str, Any]) -> None:
@@ -110,8 +100,9 @@ def test_an_approval_decided_on_node2_releases_the_call_waiting_on_node1(topolog
         body = {"agent": "bot", "tool": "exec", "args": {"command": "touch approved && echo released"}}
         with ThreadPoolExecutor(1) as pool:
             waiting = pool.submit(one.post, "/api/v1/runtime/execute", json=body)
-            pending = until(
-                lambda: served_by(two.get("/api/v1/approvals/?status=pending"), "node2").json()["results"]
+            pending = wait_until(
+                lambda: served_by(two.get("/api/v1/approvals/?status=pending"), "node2").json()["results"],
+                timeout=30,
             )
             decided = two.post(
                 f"/api/v1/approvals/{pending[0]['id']}/decide", json={"decision": "allow-once"}
@@ -175,7 +166,7 @@ def test_an_mcp_server_serves_calls_on_both_nodes_and_its_health_agrees(topology
         )
         assert created.status_code == 201, created.text
         assert one.put("/api/v1/mcp/servers/demo/grants/agents/bot/", json={}).status_code in (200, 201)
-        until(lambda: one.get("/api/v1/mcp/servers/demo/").json()["status"] == "connected", timeout=60)
+        wait_until(lambda: one.get("/api/v1/mcp/servers/demo/").json()["status"] == "connected", timeout=60)
         for web, node in ((one, "node1"), (two, "node2")):
             body = {"agent": "bot", "tool": "mcp_demo__echo", "args": {"text": f"via {node}"}}
             response = served_by(web.post("/api/v1/runtime/execute", json=body), node)
@@ -242,7 +233,7 @@ def test_killing_node1_under_load_fails_only_its_requests_in_flight(topology, ow
     for thread in clients:
         thread.start()
     try:
-        until(lambda: len(answered) >= 20, timeout=60)
+        wait_until(lambda: len(answered) >= 20, timeout=60)
         killed_at = time.monotonic()
         topology.nodes["node1"].kill()
         time.sleep(5)
