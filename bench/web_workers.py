@@ -58,6 +58,7 @@ class WebSet:
             "PYTHONUNBUFFERED": "1",
         }
         fd = self.listener.fileno()
+        # Toolgate's own web processes (as config.supervisor starts them), not a tenant's: no jail.
         self.processes = [
             subprocess.Popen(
                 [sys.executable, "-m", "daphne", "--fd", str(fd), "config.asgi:application"],

@@ -63,6 +63,8 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def _start(name: str, argv: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+    # Toolgate's own service processes (web workers, the django-q2 cluster), never a tenant's: they run
+    # unjailed, and every process they start for a tenant goes through the jail (apps.toolkit.jail).
     # Own session: Ctrl-C reaches only the supervisor, which then stops each child's whole group.
     process = subprocess.Popen(argv, cwd=BASE_DIR, env=_env(), start_new_session=True, pass_fds=pass_fds)
     print(f"[toolgate] started {name} (pid {process.pid})", flush=True)
