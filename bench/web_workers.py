@@ -1,7 +1,7 @@
 """Throughput with one web worker against N (``TOOLGATE_WEB_WORKERS``), in one run: ``POST
 /api/v1/runtime/execute`` of ``datetime`` and the authenticated DRF baseline (``bench.urls.AuthedView``),
-each served by daphne processes sharing one listening socket exactly as ``make run`` starts them
-(``config.supervisor``).
+each served by daphne processes listening on one address (a ``SO_REUSEPORT`` socket each) exactly as
+``make run`` starts them (``config.supervisor``).
 
 The load comes from ``wrk`` (Debian's ``wrk``), a C client with one thread, so the client takes as little
 of the machine's cores as it can: on a small machine client, server and PostgreSQL share the cores, and
@@ -45,11 +45,12 @@ class Throughput:
 
 
 class WebSet:
-    """``workers`` daphne processes on one inherited listening socket (``config.supervisor``'s way)."""
+    """``workers`` daphne processes, each on its own inherited listening socket of one address
+    (``SO_REUSEPORT``, ``config.supervisor``'s way)."""
 
     def __init__(self, *, db_name: str, workers: int) -> None:
-        self.listener = listen("127.0.0.1", 0)
-        self.base = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        listeners = listen("127.0.0.1", 0, workers)
+        self.base = f"http://127.0.0.1:{listeners[0].getsockname()[1]}"
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "bench.settings",
@@ -57,21 +58,21 @@ class WebSet:
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
         }
-        fd = self.listener.fileno()
         # Toolgate's own web processes (as config.supervisor starts them), not a tenant's: no jail.
         self.processes = [
             subprocess.Popen(
-                [sys.executable, "-m", "daphne", "--fd", str(fd), "config.asgi:application"],
+                [sys.executable, "-m", "daphne", "--fd", str(listener.fileno()), "config.asgi:application"],
                 cwd=BASE_DIR,
                 env=env,
-                pass_fds=(fd,),
+                pass_fds=(listener.fileno(),),
                 start_new_session=True,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            for _ in range(workers)
+            for listener in listeners
         ]
-        self.listener.close()
+        for listener in set(listeners):
+            listener.close()
         deadline = time.monotonic() + 60
         while True:
             if any(p.poll() is not None for p in self.processes):

@@ -2,10 +2,12 @@
 django-q2 cluster in the foreground. Ctrl-C (or SIGTERM) stops everything: every child with its whole
 process group, then the embedded PostgreSQL server when Toolgate runs on it.
 
-The web workers share one listening socket: the supervisor binds it and hands it to each daphne
-(``--fd``), so the kernel spreads connections over them and nothing else balances. Their number is
-``TOOLGATE_WEB_WORKERS``, by default the machine's cores. A worker that dies stops the whole set (the
-supervisor does not hide a crash by restarting it).
+The web workers listen on one address: the supervisor binds one socket per worker on it with
+``SO_REUSEPORT`` and hands each daphne its own (``--fd``), so the kernel spreads new connections evenly
+over the workers and nothing else balances. (With one shared socket, the worker that wakes first
+accepts every connection waiting: sixteen keep-alive connections opened at once often all went to one
+worker, and the other stayed idle.) Their number is ``TOOLGATE_WEB_WORKERS``, by default the machine's
+cores. A worker that dies stops the whole set (the supervisor does not hide a crash by restarting it).
 """
 
 from __future__ import annotations
@@ -51,15 +53,43 @@ def web_workers() -> int:
     return value
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """The listening socket every web worker accepts on (inheritable, so it passes to the children)."""
+def _socket(host: str, *, reuse_port: bool) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
-    sock.set_inheritable(True)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     return sock
+
+
+def listen(host: str, port: int, count: int = 1) -> list[socket.socket]:
+    """``count`` listening sockets on ``host:port`` (port 0: a free one), one per web worker.
+
+    With ``SO_REUSEPORT`` (Linux), each worker accepts on its own socket and the kernel hashes each new
+    connection to one of them. The address is first bound without it, so an address already in use
+    fails here (``OSError``) instead of silently sharing connections with another server of this user.
+    Without ``SO_REUSEPORT`` the workers share one socket. The sockets are inheritable, for the children.
+    """
+    probe = _socket(host, reuse_port=False)
+    try:
+        probe.bind((host, port))
+        port = probe.getsockname()[1]
+    finally:
+        probe.close()
+    reuse_port = count > 1 and hasattr(socket, "SO_REUSEPORT")
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count if reuse_port else 1):
+            sock = _socket(host, reuse_port=reuse_port)
+            sockets.append(sock)
+            sock.bind((host, port))
+            sock.listen(1024)
+            sock.set_inheritable(True)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets if reuse_port else sockets * count
 
 
 def _start(name: str, argv: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
@@ -128,19 +158,23 @@ def main() -> int:
 
         prepare_multiprocess_dir()  # a fresh start of the counters, before any process writes them
         try:
-            listener = listen(host, int(port))
+            listeners = listen(host, int(port), workers)
         except OSError as exc:
             print(f"[toolgate] cannot listen on {host}:{port}: {exc.strerror}", flush=True)
             return 1
-        with listener:
-            fd = str(listener.fileno())
-            for number in range(1, workers + 1):
+        try:
+            for number, listener in enumerate(listeners, start=1):
+                fd = listener.fileno()
                 children[f"web-{number}"] = _start(
                     f"web worker {number} of {workers}",
-                    [sys.executable, "-m", "daphne", "--fd", fd, "config.asgi:application"],
-                    pass_fds=(listener.fileno(),),
+                    [sys.executable, "-m", "daphne", "--fd", str(fd), "config.asgi:application"],
+                    pass_fds=(fd,),
                 )
-        # The children hold the socket now; the supervisor's copy is closed.
+        finally:
+            # The children hold the sockets now; the supervisor's copies are closed (a worker that dies
+            # takes its socket with it, and the kernel stops sending connections there).
+            for listener in set(listeners):
+                listener.close()
         children["qcluster"] = _start("qcluster", [sys.executable, "manage.py", "qcluster"])
         base = f"http://{host}:{port}"
         if not _wait_healthy(f"{base}/healthz", children["web-1"]):
