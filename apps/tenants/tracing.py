@@ -3,11 +3,14 @@
 ``TOOLGATE_TRACING`` (on by itself when ``OTEL_EXPORTER_OTLP_ENDPOINT`` or
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set) makes this app's ``ready()`` call :func:`start`: a tracer
 provider with a batching OTLP/HTTP exporter (which reads the standard ``OTEL_EXPORTER_OTLP_*``
-variables), Django's requests (opentelemetry-instrumentation-django), every SQL statement Django runs
-(a span per statement, through Django's execute wrappers), and outbound HTTP (opentelemetry-
-instrumentation-httpx: httpx's own transports, and the SSRF-guarded clients through
+variables), Django's requests (opentelemetry-instrumentation-django), every SQL statement on a psycopg
+connection opened after it (opentelemetry-instrumentation-psycopg: Django's connections and its pool's,
+and the PostgreSQL channel layer's; a span per statement, without its parameters), and outbound HTTP
+(opentelemetry-instrumentation-httpx: httpx's own transports, and the SSRF-guarded clients through
 :func:`instrument_httpx_client`, as their transport is not one it patches); outbound requests carry
-``traceparent``.
+``traceparent``. ``ready()`` runs before any connection is opened. A connection opened before
+:func:`start` stays untraced: ``start`` closes the calling thread's idle Django connections, which then
+reopen traced unless a pool hands the same connection back.
 
 Off, nothing of OpenTelemetry's SDK is imported and :func:`span` returns one shared no-op context
 manager: the pipeline's stage spans cost a function call and a global read.
@@ -26,12 +29,10 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from django.db import connections
-from django.db.backends.signals import connection_created
 
 _NOOP: AbstractContextManager[Any] = nullcontext()
 _tracer: Any = None
 _instrumented: list[Any] = []
-MAX_STATEMENT_CHARS = 2000
 
 
 def enabled() -> bool:
@@ -54,35 +55,6 @@ def instrument_httpx_client(client: Any) -> Any:
     return client
 
 
-def _sql_span(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-    if _tracer is None:
-        return execute(sql, params, many, context)
-    statement = str(sql)
-    operation = statement.split(None, 1)[0].upper() if statement.strip() else "SQL"
-    with _tracer.start_as_current_span(
-        operation,
-        kind=_client_kind(),
-        attributes={
-            "db.system.name": "postgresql",
-            "db.operation.name": operation,
-            "db.query.text": statement[:MAX_STATEMENT_CHARS],  # parameters are never recorded
-            "db.namespace": str(context["connection"].settings_dict.get("NAME") or ""),
-        },
-    ):
-        return execute(sql, params, many, context)
-
-
-def _client_kind() -> Any:
-    from opentelemetry.trace import SpanKind
-
-    return SpanKind.CLIENT
-
-
-def _wrap_connection(sender: Any, connection: Any, **kwargs: Any) -> None:
-    if _sql_span not in connection.execute_wrappers:
-        connection.execute_wrappers.append(_sql_span)
-
-
 def start(*, processor: Any = None) -> None:
     """Install the tracer provider and the instrumentations, once per process. ``processor`` replaces the
     OTLP exporter (the tests' in-memory one)."""
@@ -92,6 +64,7 @@ def start(*, processor: Any = None) -> None:
     from opentelemetry import trace
     from opentelemetry.instrumentation.django import DjangoInstrumentor
     from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+    from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
 
@@ -106,13 +79,11 @@ def start(*, processor: Any = None) -> None:
 
         processor = BatchSpanProcessor(OTLPSpanExporter())
     provider.add_span_processor(processor)
-    for instrumentor in (DjangoInstrumentor(), HTTPXClientInstrumentor()):
+    for instrumentor in (DjangoInstrumentor(), HTTPXClientInstrumentor(), PsycopgInstrumentor()):
         if not instrumentor.is_instrumented_by_opentelemetry:
             instrumentor.instrument(tracer_provider=provider)
             _instrumented.append(instrumentor)
-    connection_created.connect(_wrap_connection, dispatch_uid="toolgate-tracing-sql")
-    for connection in connections.all(initialized_only=True):  # this thread's, opened before
-        _wrap_connection(None, connection)
+    _reopen_idle_connections()
     _tracer = provider.get_tracer("toolgate")
 
 
@@ -120,6 +91,15 @@ def stop() -> None:
     """Stop tracing in this process (the tests turn it off again); spans already open still end."""
     global _tracer
     _tracer = None
-    connection_created.disconnect(dispatch_uid="toolgate-tracing-sql")
     while _instrumented:
         _instrumented.pop().uninstrument()
+    _reopen_idle_connections()
+
+
+def _reopen_idle_connections() -> None:
+    """Close this thread's open Django connections that are outside a transaction: psycopg's
+    instrumentation applies to connections opened after it is switched on or off, and these reopen at
+    their next query. One inside a transaction stays as it was."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and not connection.in_atomic_block:
+            connection.close()

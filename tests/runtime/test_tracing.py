@@ -11,6 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import connections
 from django.test import override_settings
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -40,14 +43,25 @@ STAGES = [
 ]
 
 
+def _fresh_pool() -> None:
+    # psycopg's instrumentation applies to connections opened after it is switched on (or off): the
+    # pool's open ones are dropped, as a process starting with tracing on has none yet.
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close()
+            connection.close_pool()  # type: ignore[attr-defined]  # the PostgreSQL backend's
+
+
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     tracing.start(processor=SimpleSpanProcessor(exporter))
+    _fresh_pool()
     try:
         yield exporter
     finally:
         tracing.stop()
+        _fresh_pool()
         exporter.clear()
 
 
@@ -73,7 +87,7 @@ def member(tenant_a):
     return factories.key_client(factories.make_api_key(tenant_a, Role.MEMBER))
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the connection opens after tracing starts, as in a process
 def test_one_execute_shows_each_pipeline_stage_as_a_span(spans, member):
     _execute(member, "datetime", {})
     finished = spans.get_finished_spans()
@@ -100,7 +114,10 @@ def test_one_execute_shows_each_pipeline_stage_as_a_span(spans, member):
         if span.name == "INSERT" and span.parent is not None and span.parent.span_id == record.context.span_id
     ]
     assert inserts
-    assert all(span.attributes["db.system.name"] == "postgresql" for span in inserts)
+    for span in inserts:  # opentelemetry-instrumentation-psycopg's attributes (its default conventions)
+        assert span.attributes["db.system"] == "postgresql"
+        assert span.attributes["db.statement"].startswith("INSERT INTO")
+        assert not any("parameters" in name for name in span.attributes)
 
     # a call refused at the policy step says so on its own span too
     spans.clear()
@@ -173,3 +190,17 @@ def test_web_fetch_sends_traceparent(spans, member, settings):
     tool_span = next(span for span in spans.get_finished_spans() if span.name == "toolgate.tool")
     _, trace_id, _, _ = hit.headers["traceparent"].split("-")
     assert int(trace_id, 16) == tool_span.context.trace_id
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_channel_layer_statements_are_traced_too(spans):
+    # The PostgreSQL channel layer opens its own psycopg connections (an async pool per event loop),
+    # outside Django's: the psycopg instrumentation traces them as well.
+    layer = get_channel_layer()
+    async_to_sync(layer.group_send)("tracing-probe", {"type": "probe.event"})
+    statements = [
+        span.attributes.get("db.statement", "")
+        for span in spans.get_finished_spans()
+        if span.attributes.get("db.system") == "postgresql"
+    ]
+    assert any("channels_postgres" in statement for statement in statements), statements
