@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format bench bootstrap system-deps migrate clean-data deploy-check deploy-images
+.PHONY: run test lint format bench bench-scale-out bootstrap system-deps migrate clean-data deploy-check deploy-images
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ test: $(STAMP) system-deps lint
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Scale-out, in one run: execute and the baseline with 1 and N web workers, then the test topology
+# (PostgreSQL, PgBouncer, Redis, HAProxy) with one node and two. About six minutes; needs wrk.
+bench-scale-out: $(STAMP)
+	$(BIN)/python -m bench --only-web-workers --seconds 25
+	$(BIN)/python -m bench.topology --seconds 20
 
 migrate: $(STAMP)
 	$(BIN)/python manage.py migrate
