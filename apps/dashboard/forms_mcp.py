@@ -383,6 +383,18 @@ class GrantForm(ToolPickerForm):
         widget=forms.TextInput(attrs=MONO),
         help_text="Names not discovered yet, separated by commas.",
     )
+    resources = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Resources",
+        help_text="The server's resources (resources/list and resources/read), under this grant.",
+    )
+    prompts = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Prompts",
+        help_text="The server's prompts (prompts/list and prompts/get), under this grant.",
+    )
     enabled = forms.BooleanField(required=False, initial=True)
     config_overrides = forms.CharField(
         required=False,
@@ -413,6 +425,8 @@ class GrantForm(ToolPickerForm):
             "enabled": self.cleaned_data["enabled"],
             "tool_allow": self.allow(),
             "tool_deny": self.deny(),
+            "resources": self.cleaned_data["resources"],
+            "prompts": self.cleaned_data["prompts"],
             "config_overrides": self.cleaned_data["config_overrides"],
         }
 
@@ -422,6 +436,8 @@ class GrantForm(ToolPickerForm):
             "all_tools": grant.tool_allow is None,
             "tool_allow": list(grant.tool_allow or []),
             "tool_deny": list(grant.tool_deny or []),
+            "resources": grant.resources,
+            "prompts": grant.prompts,
             "enabled": grant.enabled,
             "config_overrides": json.dumps(grant.config_overrides, indent=2, sort_keys=True),
         }

@@ -650,20 +650,33 @@ class Manager:
 
     async def call(self, endpoint: Endpoint, tool: str, args: dict[str, Any]) -> Any:
         """``tools/call`` on the reused session, within the server's timeout (connecting included)."""
+        return await self.request(
+            endpoint,
+            lambda session, remaining: session.call_tool(tool, args, read_timeout_seconds=remaining),
+            "call",
+        )
+
+    async def request(
+        self,
+        endpoint: Endpoint,
+        send: Callable[[ClientSession, float], Awaitable[T]],
+        what: str = "request",
+    ) -> T:
+        """``send(session, seconds left)`` on the reused session (``resources/read``, ``prompts/get`` …),
+        within the server's timeout (connecting included); a lost connection is reported and reconnected
+        like a tool call's. ``what`` names the request in errors."""
         deadline = time.monotonic() + endpoint.timeout
         conn, session = await self.session(endpoint, min(deadline, time.monotonic() + CONNECT_TIMEOUT))
         remaining = max(0.1, deadline - time.monotonic())
         try:
-            return await asyncio.wait_for(
-                session.call_tool(tool, args, read_timeout_seconds=remaining), remaining + 1
-            )
+            return await asyncio.wait_for(send(session, remaining), remaining + 1)
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 raise MCPTimeout(f"timed out after {endpoint.timeout:g}s") from None
             if exc.code == CONNECTION_CLOSED:
                 await self._lost(conn, "the connection closed during a call")
                 raise MCPUnavailable(
-                    f"MCP server {endpoint.name!r} closed the connection during the call; it is being "
+                    f"MCP server {endpoint.name!r} closed the connection during the {what}; it is being "
                     "reconnected."
                 ) from None
             raise

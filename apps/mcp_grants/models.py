@@ -126,6 +126,10 @@ class GrantBase(TenantScoped):
     enabled = models.BooleanField(default=True)
     tool_allow = models.JSONField(null=True, blank=True)  # null: every tool of the server
     tool_deny = models.JSONField(default=list, blank=True)
+    # The server's resources and prompts, under the same grant as its tools (README "Resources and
+    # prompts"): both switches of the agent's grant, and of the user's when there is one, must be on.
+    resources = models.BooleanField(default=True)
+    prompts = models.BooleanField(default=True)
     config_overrides = models.JSONField(default=dict, blank=True)
     granted_by = models.CharField(max_length=255)
 

@@ -259,6 +259,8 @@ def grant_data(grant: AgentGrant | UserGrant) -> dict[str, Any]:
         "enabled": grant.enabled,
         "tool_allow": grant.tool_allow,
         "tool_deny": list(grant.tool_deny or []),
+        "resources": grant.resources,
+        "prompts": grant.prompts,
         "config_overrides": grant.config_overrides,
         "granted_by": grant.granted_by,
     }
@@ -270,7 +272,14 @@ def grant_data(grant: AgentGrant | UserGrant) -> dict[str, Any]:
 
 
 def _check_grant(
-    server: MCPServer, actor: Actor, tool_allow: Any, tool_deny: Any, config_overrides: Any, enabled: Any
+    server: MCPServer,
+    actor: Actor,
+    tool_allow: Any,
+    tool_deny: Any,
+    config_overrides: Any,
+    enabled: Any,
+    resources: Any = True,
+    prompts: Any = True,
 ) -> None:
     if server.tenant_id != actor.tenant.pk:
         raise ServiceError(ErrorCode.INVALID, "server: a server of this tenant only.")
@@ -283,8 +292,9 @@ def _check_grant(
         errors["config_overrides"] = ["an object."]
     elif len(str(config_overrides)) > validation.MAX_SETTINGS_BYTES:
         errors["config_overrides"] = [f"at most {validation.MAX_SETTINGS_BYTES} bytes."]
-    if not isinstance(enabled, bool):
-        errors["enabled"] = ["true or false."]
+    for field, value in (("enabled", enabled), ("resources", resources), ("prompts", prompts)):
+        if not isinstance(value, bool):
+            errors[field] = ["true or false."]
     if errors:
         raise invalid_fields(errors)
 
@@ -306,6 +316,8 @@ def _grant_set(
     enabled: bool,
     tool_allow: list[str] | None,
     tool_deny: list[str],
+    resources: bool,
+    prompts: bool,
     config_overrides: dict[str, Any],
 ) -> Any:
     """Create or replace the grant ``lookup`` names (checked already), audited and published."""
@@ -316,6 +328,8 @@ def _grant_set(
             "enabled": enabled,
             "tool_allow": tool_allow,
             "tool_deny": tool_deny,
+            "resources": resources,
+            "prompts": prompts,
             "config_overrides": config_overrides,
             "granted_by": actor.label[:255],
         },
@@ -342,12 +356,14 @@ def agent_grant_set(
     enabled: bool = True,
     tool_allow: list[str] | None = None,
     tool_deny: list[str] | None = None,
+    resources: bool = True,
+    prompts: bool = True,
     config_overrides: dict[str, Any] | None = None,
 ) -> AgentGrant:
     """Create or replace the grant of ``server`` to ``agent``."""
     tool_deny = [] if tool_deny is None else tool_deny
     config_overrides = {} if config_overrides is None else config_overrides
-    _check_grant(server, actor, tool_allow, tool_deny, config_overrides, enabled)
+    _check_grant(server, actor, tool_allow, tool_deny, config_overrides, enabled, resources, prompts)
     if agent.tenant_id != actor.tenant.pk:
         raise ServiceError(ErrorCode.INVALID, "agent: an agent of this tenant only.")
     grant: AgentGrant = _grant_set(
@@ -358,6 +374,8 @@ def agent_grant_set(
         enabled=enabled,
         tool_allow=tool_allow,
         tool_deny=tool_deny,
+        resources=resources,
+        prompts=prompts,
         config_overrides=config_overrides,
     )
     return grant
@@ -372,12 +390,14 @@ def user_grant_set(
     enabled: bool = True,
     tool_allow: list[str] | None = None,
     tool_deny: list[str] | None = None,
+    resources: bool = True,
+    prompts: bool = True,
     config_overrides: dict[str, Any] | None = None,
 ) -> UserGrant:
     """Create or replace ``user_id``'s grant of ``server`` (it narrows or, disabled, vetoes; never adds)."""
     tool_deny = [] if tool_deny is None else tool_deny
     config_overrides = {} if config_overrides is None else config_overrides
-    _check_grant(server, actor, tool_allow, tool_deny, config_overrides, enabled)
+    _check_grant(server, actor, tool_allow, tool_deny, config_overrides, enabled, resources, prompts)
     user_id = _check_user_id(user_id)
     grant: UserGrant = _grant_set(
         actor,
@@ -387,6 +407,8 @@ def user_grant_set(
         enabled=enabled,
         tool_allow=tool_allow,
         tool_deny=tool_deny,
+        resources=resources,
+        prompts=prompts,
         config_overrides=config_overrides,
     )
     return grant

@@ -91,7 +91,8 @@ def server_form(**fields: Any) -> dict[str, Any]:
 
 
 def grant_form(**fields: Any) -> dict[str, Any]:
-    data: dict[str, Any] = {"enabled": "on", "config_overrides": "{}"}
+    # As a browser sends the form untouched: the checkboxes that start checked are on.
+    data: dict[str, Any] = {"enabled": "on", "resources": "on", "prompts": "on", "config_overrides": "{}"}
     data.update(fields)
     return data
 
@@ -489,6 +490,30 @@ def test_editing_a_grant_keeps_names_not_discovered(admin, tenant_a, pg, bot):
         ["drop"],
         {"a": 2},
     )
+
+
+def test_a_grant_switches_resources_and_prompts_and_the_server_page_says_so(admin, tenant_a, pg, bot):
+    grant = services.agent_grant_set(actor=Actor.system(tenant_a), server=pg, agent=bot)
+    url = reverse("dashboard:mcp_agent_grant_edit", args=[pg.pk, grant.pk])
+    page = body(admin.get(url))
+    assert 'name="resources"' in page
+    assert 'name="prompts"' in page
+    form = grant_form(all_tools="on")
+    del form["resources"]  # unchecked
+    admin.post(url, form)
+    grant.refresh_from_db()
+    assert (grant.resources, grant.prompts) == (False, True)
+    table = body(admin.get(reverse("dashboard:mcp_server", args=[pg.pk])))
+    row = table[table.index(f'data-id="{grant.pk}"') :]
+    row = row[: row.index("</tr>")]
+    assert '<span class="badge">prompts</span>' in row
+    assert '<span class="badge">resources</span>' not in row
+    # Disabling and enabling the grant keeps the switches.
+    enable = reverse("dashboard:mcp_agent_grant_enable", args=[pg.pk, grant.pk])
+    admin.post(enable, {"enabled": "0"})
+    admin.post(enable, {"enabled": "1"})
+    grant.refresh_from_db()
+    assert (grant.enabled, grant.resources, grant.prompts) == (True, False, True)
 
 
 def test_enabling_and_disabling_a_grant_keeps_its_tools(admin, tenant_a, pg, bot):

@@ -320,7 +320,14 @@ def test_grants_change_the_agents_tool_list(admin_a, viewer_a, tenant_a, agent, 
     body = {"tool_allow": ["query", "drop"], "tool_deny": ["drop"], "config_overrides": {"db": "ro"}}
     grant = ok(admin_a.put(SERVERS + "pg/grants/agents/bot/", body, format="json"))
     assert grant["config_overrides"] == {"db": "ro"}
+    assert (grant["resources"], grant["prompts"]) == (True, True)  # the defaults
     assert tool_names(viewer_a) == ["mcp_pg__query"]  # deny beats allow
+    # The resources and prompts switches are stored as sent, and leave the tools as they are.
+    grant = ok(admin_a.put(SERVERS + "pg/grants/agents/bot/", {**body, "resources": False}, format="json"))
+    assert (grant["resources"], grant["prompts"]) == (False, True)
+    assert tool_names(viewer_a) == ["mcp_pg__query"]
+    grant = ok(admin_a.put(SERVERS + "pg/grants/agents/bot/", body, format="json"))
+    assert (grant["resources"], grant["prompts"]) == (True, True)
 
     ok(admin_a.put(SERVERS + "pg/grants/users/u1/", {"enabled": False}, format="json"), 201)
     assert tool_names(viewer_a, user_id="u1") == []  # a disabled user grant vetoes the server
@@ -343,6 +350,8 @@ def test_grants_change_the_agents_tool_list(admin_a, viewer_a, tenant_a, agent, 
     verbs = [
         "mcp.agent_grant.created",
         "mcp.agent_grant.updated",
+        "mcp.agent_grant.updated",
+        "mcp.agent_grant.updated",
         "mcp.user_grant.created",
         "mcp.user_grant.updated",
         "mcp.agent_grant.deleted",
@@ -362,6 +371,8 @@ def test_grants_change_the_agents_tool_list(admin_a, viewer_a, tenant_a, agent, 
         ({"tool_deny": ["a\nb"]}, "tool_deny"),
         ({"enabled": "yes"}, "enabled"),
         ({"enabled": 1}, "enabled"),
+        ({"resources": "no"}, "resources"),
+        ({"prompts": None}, "prompts"),
         ({"config_overrides": []}, "config_overrides"),
         ({"config_overrides": {"x": "y" * 17000}}, "config_overrides"),
         ({"granted_by": "me"}, "granted_by"),

@@ -414,6 +414,8 @@ def grant_enable(request: DashboardRequest, id: uuid.UUID, kind: str, grant_id: 
             enabled=on,
             tool_allow=allow,
             tool_deny=deny,
+            resources=grant.resources,
+            prompts=grant.prompts,
             config_overrides=grant.config_overrides,
         ),
     )

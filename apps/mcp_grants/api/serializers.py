@@ -143,11 +143,14 @@ class ServerToolOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class GrantInput(StrictSerializer):
-    """The whole grant: what is left out takes its default (enabled, every tool, nothing denied)."""
+    """The whole grant: what is left out takes its default (enabled, every tool, nothing denied, the
+    server's resources and prompts included)."""
 
     enabled = FlagField(required=False)
     tool_allow = ToolAllowField(required=False)
     tool_deny = StringListField(required=False)
+    resources = FlagField(required=False, help_text="the server's resources (default true)")
+    prompts = FlagField(required=False, help_text="the server's prompts (default true)")
     config_overrides = ObjectField(required=False)
 
 
@@ -157,6 +160,8 @@ class _GrantOutput(serializers.Serializer):  # type: ignore[type-arg]
     enabled = serializers.BooleanField()
     tool_allow = serializers.ListField(child=serializers.CharField(), allow_null=True)
     tool_deny = serializers.ListField(child=serializers.CharField())
+    resources = serializers.BooleanField()
+    prompts = serializers.BooleanField()
     config_overrides = serializers.JSONField()
     granted_by = serializers.CharField()
     created_at = serializers.DateTimeField()

@@ -181,6 +181,7 @@ class GrantListViewSet(ServerScopedViewSet):
 class AgentGrantViewSet(ServerScopedViewSet):
     """One agent's grant of a server (admins). PUT creates (201) or replaces (200) the whole grant:
     ``enabled``, ``tool_allow`` (original tool names; null: every tool), ``tool_deny`` (beats allow),
+    ``resources`` and ``prompts`` (the server's resources and prompts; default true),
     ``config_overrides``. DELETE removes it (the agent loses the server's tools)."""
 
     model = AgentGrant

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from apps.audit import context as request_context
 from apps.policy.engine import CallScope
-from apps.runtime import pipeline
+from apps.runtime import mcp_features, pipeline
 from apps.runtime.approval_wait import finish_after_decision
 from apps.runtime.selectors import agent_tool_definitions
 from apps.tenants.actors import Actor
@@ -174,6 +174,69 @@ def to_mcp_result(outcome: gateway.CallOutcome) -> types.CallToolResult:
     )
 
 
+def _for(caller: Caller) -> mcp_features.For:
+    return mcp_features.For(
+        actor=caller.actor,
+        agent=caller.agent,
+        scope=caller.scope,
+        tool_allow=caller.tool_allow,
+        session_key=caller.session_key,
+    )
+
+
+def _in_request(caller: Caller, work: Any, *args: Any) -> Any:
+    token = _bind(caller)
+    try:
+        return work(_for(caller), *args)
+    finally:
+        request_context.reset(token)
+        close_old_connections()
+
+
+async def list_resources(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    """The resources of the agent's MCP servers that its grants and the policy give it (viewers and up)."""
+    found = await sync_to_async(_in_request)(_caller(ctx), mcp_features.list_resources)
+    return types.ListResourcesResult(resources=found)
+
+
+async def list_resource_templates(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    found = await sync_to_async(_in_request)(_caller(ctx), mcp_features.list_resource_templates)
+    return types.ListResourceTemplatesResult(resource_templates=found)
+
+
+READ_ERRORS = {"invalid": types.INVALID_PARAMS, "not_found": types.INVALID_PARAMS}
+
+
+async def read_resource(
+    ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    """One resource, from the one server of the agent's that offers it (members and up, like a call):
+    scrubbed, bounded and recorded like a tool call."""
+    caller = _caller(ctx)
+    if not caller.actor.can(Role.MEMBER):
+        raise MCPError(
+            code=types.INVALID_REQUEST,
+            message="Reading resources needs the member role or higher; "
+            f"this API key has the {caller.actor.role} role.",
+            data={"code": "permission_denied"},
+        )
+    try:
+        result: types.ReadResourceResult = await sync_to_async(_in_request)(
+            caller, mcp_features.read_resource, str(params.uri)
+        )
+    except mcp_features.ResourceRefused as exc:
+        raise MCPError(
+            code=READ_ERRORS.get(exc.code, types.INTERNAL_ERROR),
+            message=str(exc),
+            data={"code": exc.code, "uri": str(params.uri)[: mcp_features.MAX_URI_CHARS]},
+        ) from None
+    return result
+
+
 def _is_json(value: Any) -> bool:
     try:
         json.dumps(value)
@@ -191,4 +254,7 @@ def build() -> Server[Any]:
         "and call scope. Every call is checked, approved when it must be, run, scrubbed and recorded.",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
+        on_read_resource=read_resource,
     )

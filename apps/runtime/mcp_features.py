@@ -1,0 +1,232 @@
+"""MCP servers' resources for an agent, under the same governance as their tools (README "Resources
+and prompts").
+
+A server's resources are the agent's (acting for the call scope's user) when:
+
+1. the server is reachable by the same grants as its tools, and the ``resources`` switch of the
+   agent's grant, and of the user's when there is one, is on (:mod:`apps.mcp_grants.features`);
+2. the policy allows them: they are decided as one more name of the server's tool namespace,
+   ``<prefix>__{resources}`` (``mcp_pg__{resources}``), which belongs to ``group:mcp`` and
+   ``group:mcp:<server>``. So denying the group, or a pattern such as ``mcp_*`` or ``mcp_pg__*``, hides
+   them with the tools, and an allow list keeps them only if it names the group or such a pattern (a list
+   of single tool names does not). The request's own ``tool_allow`` narrows them the same way.
+
+Every ``resources/read`` is recorded like a tool call (``ToolCall`` with the tool ``resources/read``, the
+URI and the server as arguments, the contents' size but never the contents) and published live.
+Text contents are scrubbed like a tool's output; binary contents are passed on as they are, bounded by
+:data:`MAX_CONTENT_BYTES` in all.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+
+from apps.audit.models import ToolCall
+from apps.audit.services import record_tool_call
+from apps.mcp_grants import features
+from apps.mcp_grants.models import MCPServer
+from apps.policy import engine
+from apps.policy.engine import CallScope
+from apps.policy.universe import Universe
+from apps.runtime.caller import caller_origin
+from apps.tenants.actors import Actor
+from apps.tenants.models import Agent
+from apps.tenants.selectors import setting_secrets_for_call
+from apps.toolkit.scrubber import Scrubber
+
+MAX_CONTENT_BYTES = 8 * 1024 * 1024  # all contents of one read, decoded
+MAX_URI_CHARS = 2048
+READ_TOOL = "resources/read"
+
+
+class ResourceRefused(Exception):
+    """A read that is not this agent's, or that failed; ``code`` is Toolgate's error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class For:
+    """Who asks, for which agent, in which call scope."""
+
+    actor: Actor
+    agent: Agent
+    scope: CallScope
+    tool_allow: tuple[str, ...] | None
+    session_key: str = ""
+
+
+def visible_servers(who: For, feature: features.Feature) -> list[MCPServer]:
+    """The servers whose ``feature`` the grants and the policy give this agent, by name."""
+    tenant = who.actor.tenant
+    candidates = features.servers_offering(tenant, who.agent, who.scope.user_id, feature)
+    if not candidates:
+        return []
+    by_name = {features.policy_name(server, feature): server for server in candidates}
+    groups = {f"mcp:{server.name}": frozenset([name]) for name, server in by_name.items()}
+    universe = Universe(names=tuple(sorted(by_name)), groups={"mcp": frozenset(by_name), **groups})
+    documents = engine.load_documents(tenant, who.agent, who.scope.channel, who.scope.chat_id)
+    allowed = engine.evaluate(universe, documents, who.scope, who.tool_allow)
+    return sorted((by_name[name] for name in allowed), key=lambda server: server.name)
+
+
+def list_resources(who: For) -> list[types.Resource]:
+    """Every visible server's resources, in server order then the server's own. A server that fails is
+    left out of the listing (its status says why)."""
+    found: list[types.Resource] = []
+    for server in visible_servers(who, "resources"):
+        try:
+            resources, _ = features.list_resources(server, who.scope.user_id)
+        except features.FeatureError:
+            continue
+        found.extend(resources)
+    return found
+
+
+def list_resource_templates(who: For) -> list[types.ResourceTemplate]:
+    found: list[types.ResourceTemplate] = []
+    for server in visible_servers(who, "resources"):
+        try:
+            templates, _ = features.list_resource_templates(server, who.scope.user_id)
+        except features.FeatureError:
+            continue
+        found.extend(templates)
+    return found
+
+
+def _template_pattern(template: str) -> re.Pattern[str]:
+    """An RFC 6570 template as a pattern: ``{var}`` matches one path segment, ``{+var}`` and ``{#var}``
+    anything, other operators one segment."""
+    parts = re.split(r"(\{[^}]*\})", template)
+    regex = ""
+    for part in parts:
+        if part.startswith("{") and part.endswith("}"):
+            regex += ".+" if part[1:2] in ("+", "#") else "[^/?#]+"
+        else:
+            regex += re.escape(part)
+    return re.compile(regex + r"\Z")
+
+
+def _route(who: For, uri: str) -> MCPServer:
+    servers = visible_servers(who, "resources")
+    if not servers:
+        raise ResourceRefused("not_found", f"Resource {uri!r} not found: this agent has no MCP resources.")
+    if len(servers) == 1:
+        return servers[0]
+    owners: list[MCPServer] = []
+    for server in servers:
+        try:
+            listed, _ = features.list_resources(server, who.scope.user_id)
+            templates, _ = features.list_resource_templates(server, who.scope.user_id)
+        except features.FeatureError:
+            continue
+        if any(str(resource.uri) == uri for resource in listed) or any(
+            _template_pattern(template.uri_template).match(uri) for template in templates
+        ):
+            owners.append(server)
+    if not owners:
+        raise ResourceRefused("not_found", f"Resource {uri!r} not found on this agent's MCP servers.")
+    if len(owners) > 1:
+        names = ", ".join(repr(server.name) for server in owners)
+        raise ResourceRefused("conflict", f"Resource {uri!r} is offered by several MCP servers: {names}.")
+    return owners[0]
+
+
+def _size(contents: list[Any]) -> int:
+    total = 0
+    for item in contents:
+        text = getattr(item, "text", None)
+        if text is not None:
+            total += len(text.encode())
+        else:  # base64: 3 bytes per 4 characters, less the padding
+            blob = getattr(item, "blob", "") or ""
+            total += len(blob) * 3 // 4 - (len(blob) - len(blob.rstrip("=")))
+    return total
+
+
+def read_resource(who: For, uri: str) -> types.ReadResourceResult:
+    """``resources/read`` of ``uri`` on the one visible server that offers it, scrubbed, bounded and
+    recorded; :class:`ResourceRefused` otherwise (recorded too)."""
+    if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_CHARS or "\x00" in uri:
+        raise ResourceRefused("invalid", f"uri: 1 to {MAX_URI_CHARS} characters, without NUL.")
+    started = time.perf_counter()
+    tenant = who.actor.tenant
+    secrets = setting_secrets_for_call(tenant=tenant, agent=who.agent)
+    scrubber = Scrubber([*secrets[0].values(), *secrets[1].values()])
+    resolved = engine.resolve(tenant, who.agent, who.scope)
+    scrub = scrubber.scrub if resolved.scrub_credentials else (lambda text: text)
+    server: MCPServer | None = None
+    try:
+        server = _route(who, uri)
+        for secret in features.secrets(server, who.scope.user_id):
+            scrubber.register(secret)
+        result = features.read_resource(server, who.scope.user_id, uri)
+        size = _size(list(result.contents))
+        if size > MAX_CONTENT_BYTES:
+            raise ResourceRefused(
+                "too_large",
+                f"Resource {uri!r} of MCP server {server.name!r} is {size} bytes: more than "
+                f"{MAX_CONTENT_BYTES} bytes are not passed on.",
+            )
+        contents: list[types.TextResourceContents | types.BlobResourceContents] = []
+        for item in result.contents:
+            if isinstance(item, types.TextResourceContents):
+                contents.append(item.model_copy(update={"text": scrub(item.text)}))
+            else:
+                contents.append(item)
+    except ResourceRefused as exc:
+        message = scrub(str(exc))
+        _record(who, scrub(uri), server, started, error=message, decision=_decision(exc.code), size=0)
+        raise ResourceRefused(exc.code, message) from None
+    except features.FeatureError as exc:
+        message = scrub(str(exc))
+        _record(who, scrub(uri), server, started, error=message, decision=ToolCall.Decision.ALLOWED, size=0)
+        raise ResourceRefused("unavailable", message) from None
+    _record(who, scrub(uri), server, started, error="", decision=ToolCall.Decision.ALLOWED, size=size)
+    return types.ReadResourceResult(contents=contents)
+
+
+def _decision(code: str) -> str:
+    if code == "not_found":
+        return ToolCall.Decision.UNKNOWN
+    if code == "invalid":
+        return ToolCall.Decision.INVALID
+    return ToolCall.Decision.ALLOWED
+
+
+def _record(
+    who: For, uri: str, server: MCPServer | None, started: float, *, error: str, decision: str, size: int
+) -> None:
+    args: dict[str, Any] = {"uri": uri[:MAX_URI_CHARS]}
+    if server is not None:
+        args["server"] = server.name
+    record_tool_call(
+        actor=who.actor,
+        id=uuid.uuid4(),
+        agent=who.agent,
+        agent_key=who.agent.key,
+        tool=READ_TOOL,
+        resolved_tool=features.policy_name(server, "resources") if server is not None else "",
+        args=args,
+        decision=decision,
+        status=ToolCall.Status.ERROR if error else ToolCall.Status.OK,
+        error=error[:2000],
+        duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        for_llm_bytes=size,
+        for_user_bytes=0,
+        session_key=who.session_key[:200],
+        user_id=who.scope.user_id[:200],
+        channel=who.scope.channel[:100],
+        chat_id=who.scope.chat_id[:200],
+        origin=caller_origin(who.actor)[:20],
+        provider=who.scope.provider[:100],
+        subagent_depth=who.scope.subagent_depth,
+    )

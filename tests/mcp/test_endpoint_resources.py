@@ -1,0 +1,237 @@
+"""Resources of bridged MCP servers out of ``/mcp/<agent>/``, through a real daphne and a real SDK server
+(``tests/mcp/servers/library.py`` over stdio): listed and read under a grant, hidden by the grant's switch
+and by the policy like the server's tools, scrubbed of the connection's secrets, binary contents passed on
+and bounded, every read recorded like a tool call (without its contents), and nothing of another tenant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import sys
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from apps.accounts import services
+from apps.audit.models import ToolCall
+from apps.mcp_grants import services as mcp_services
+from apps.mcp_grants.models import MCPServer
+from apps.tenants.actors import Actor
+from apps.tenants.models import Agent, Tenant
+from apps.tenants.roles import Role
+from tests import factories
+from tests.mcp.endpoint_client import endpoint, rest, session
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
+
+LIBRARY = Path(__file__).resolve().parent / "servers" / "library.py"
+TOKEN = "lib-token-7f3a9c2e5b1d"
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+@pytest.fixture
+def base(live: Any) -> str:
+    return str(live.daphne())
+
+
+@pytest.fixture
+def agent(tenant_a: Tenant) -> Agent:
+    return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
+
+
+@pytest.fixture
+def member(tenant_a: Tenant, agent: Agent) -> str:
+    return factories.make_api_key(tenant_a, Role.MEMBER)
+
+
+@pytest.fixture
+def admin(tenant_a: Tenant, agent: Agent) -> str:
+    return factories.make_api_key(tenant_a, Role.ADMIN)
+
+
+def library(tenant: Tenant, name: str = "lib") -> MCPServer:
+    return mcp_services.server_create(
+        actor=Actor.system(tenant),
+        name=name,
+        transport="stdio",
+        command=sys.executable,
+        args=[str(LIBRARY), "stdio"],
+        env={"LIBRARY_TOKEN": TOKEN},
+    )
+
+
+@pytest.fixture
+def granted(tenant_a: Tenant, agent: Agent) -> MCPServer:
+    server = library(tenant_a)
+    mcp_services.agent_grant_set(actor=Actor.system(tenant_a), server=server, agent=agent)
+    return server
+
+
+def listing(url: str, key: str) -> tuple[list[str], list[str]]:
+    async def go() -> tuple[list[str], list[str]]:
+        async with session(url, key) as client:
+            resources = await client.list_resources()
+            templates = await client.list_resource_templates()
+        return [str(r.uri) for r in resources.resources], [
+            t.uri_template for t in templates.resource_templates
+        ]
+
+    return asyncio.run(go())
+
+
+def _read(url: str, key: str, uri: str) -> types.ReadResourceResult | MCPError:
+    async def go() -> types.ReadResourceResult | MCPError:
+        async with session(url, key) as client:
+            try:
+                return await client.read_resource(uri)
+            except MCPError as error:  # caught here: the session's task group would wrap it
+                return error
+
+    return asyncio.run(go())
+
+
+def read(url: str, key: str, uri: str) -> types.ReadResourceResult:
+    result = _read(url, key, uri)
+    assert isinstance(result, types.ReadResourceResult), result
+    return result
+
+
+def refused(url: str, key: str, uri: str) -> MCPError:
+    result = _read(url, key, uri)
+    assert isinstance(result, MCPError), result
+    return result
+
+
+def put_grant(base: str, admin: str, server: str, **fields: Any) -> None:
+    with rest(base, admin) as client:
+        response = client.put(f"/api/v1/mcp/servers/{server}/grants/agents/bot/", json=fields)
+    assert response.status_code == 200, response.text
+
+
+def put_policy(base: str, admin: str, document: dict[str, Any]) -> None:
+    with rest(base, admin) as client:
+        response = client.put("/api/v1/policy/tenant/", json={"document": document})
+    assert response.status_code == 200, response.text
+
+
+def test_resources_are_listed_and_read_under_a_grant_scrubbed_and_recorded(base, tenant_a, granted, member):
+    url = endpoint(base)
+    uris, templates = listing(url, member)
+    assert uris == ["library://readme", "library://token", "library://pixel"]
+    assert templates == ["library://books/{book}", "library://zeros/{size}"]
+
+    book = read(url, member, "library://books/7")
+    assert [(str(c.uri), getattr(c, "text", None)) for c in book.contents] == [
+        ("library://books/7", "Book 7: once upon a time.")
+    ]
+
+    # The connection's own secret (its environment) never reaches the client.
+    token = read(url, member, "library://token").contents[0]
+    assert isinstance(token, types.TextResourceContents)
+    assert TOKEN not in token.text
+    assert token.text.startswith("the token is ")
+
+    pixel = read(url, member, "library://pixel").contents[0]
+    assert isinstance(pixel, types.BlobResourceContents)
+    assert pixel.blob == PIXEL
+    assert pixel.mime_type == "image/png"
+
+    # Each read is a ToolCall row: the URI and the server, the size, never the contents.
+    calls = list(ToolCall.objects.for_tenant(tenant_a).filter(tool="resources/read").order_by("created_at"))
+    assert [c.args for c in calls] == [
+        {"uri": "library://books/7", "server": "lib"},
+        {"uri": "library://token", "server": "lib"},
+        {"uri": "library://pixel", "server": "lib"},
+    ]
+    assert all(c.decision == "allowed" and c.status == "ok" and c.agent_key == "bot" for c in calls)
+    assert calls[0].for_llm_bytes == len("Book 7: once upon a time.")
+    assert calls[2].for_llm_bytes == len(base64.b64decode(PIXEL))
+    assert calls[0].resolved_tool == "mcp_lib__{resources}"
+
+
+def test_large_contents_are_refused_and_recorded_without_them(base, tenant_a, granted, member):
+    error = refused(endpoint(base), member, "library://zeros/9000000")
+    assert "more than 8388608 bytes" in error.error.message
+    assert error.error.data["code"] == "too_large"
+    call = ToolCall.objects.for_tenant(tenant_a).get(tool="resources/read")
+    assert call.status == "error"
+    assert call.for_llm_bytes == 0
+    assert call.args == {"uri": "library://zeros/9000000", "server": "lib"}
+
+
+def test_the_grant_switch_and_the_policy_hide_resources_like_the_servers_tools(base, granted, member, admin):
+    url = endpoint(base)
+    assert listing(url, member)[0]
+
+    put_grant(base, admin, "lib", resources=False)
+    assert listing(url, member) == ([], [])
+    assert refused(url, member, "library://readme").error.data["code"] == "not_found"
+
+    put_grant(base, admin, "lib", resources=True)
+    put_policy(base, admin, {"deny": ["group:mcp:lib"]})
+    assert listing(url, member) == ([], [])
+    put_policy(base, admin, {"deny": ["mcp_lib__*"]})
+    assert listing(url, member) == ([], [])
+    # An allow list of single tools leaves them out; the server's group keeps them.
+    put_policy(base, admin, {"allow": ["datetime"]})
+    assert listing(url, member) == ([], [])
+    put_policy(base, admin, {"allow": ["datetime", "group:mcp:lib"]})
+    assert listing(url, member)[0] == ["library://readme", "library://token", "library://pixel"]
+    # The request's own tool_allow narrows them the same way.
+    assert listing(endpoint(base, query="tool_allow=datetime"), member) == ([], [])
+
+
+def test_a_uri_two_servers_offer_is_refused_and_names_both(base, tenant_a, agent, granted, member):
+    other = library(tenant_a, "shelf")
+    mcp_services.agent_grant_set(actor=Actor.system(tenant_a), server=other, agent=agent)
+    url = endpoint(base)
+    assert listing(url, member)[0].count("library://readme") == 2
+    error = refused(url, member, "library://readme")
+    assert error.error.data["code"] == "conflict"
+    assert "'lib'" in error.error.message
+    assert "'shelf'" in error.error.message
+
+
+def test_a_viewer_lists_but_does_not_read(base, tenant_a, granted):
+    viewer = factories.make_api_key(tenant_a, Role.VIEWER)
+    url = endpoint(base)
+    assert listing(url, viewer)[0]
+    error = refused(url, viewer, "library://readme")
+    assert error.error.data["code"] == "permission_denied"
+    assert not ToolCall.objects.for_tenant(tenant_a).exists()
+
+
+def test_nothing_of_another_tenant(base, tenant_a, tenant_b, granted):
+    outsider = factories.make_api_key(tenant_b, Role.OWNER)
+
+    # Tenant A's agent does not exist for tenant B's key: 404, nothing read or recorded.
+    async def go() -> int:
+        import httpx
+
+        async with httpx.AsyncClient(timeout=30) as http:
+            response = await http.post(
+                endpoint(base),
+                headers={
+                    "Authorization": f"Bearer {outsider}",
+                    "Accept": "application/json, text/event-stream",
+                    "Content-Type": "application/json",
+                },
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "resources/read",
+                    "params": {"uri": "library://readme"},
+                },
+            )
+        return response.status_code
+
+    assert asyncio.run(go()) == 404
+    # Tenant B's own agent has no grant of tenant A's server: no resources.
+    services.agent_create(actor=Actor.system(tenant_b), key="bot", name="Bot")
+    assert listing(endpoint(base), outsider) == ([], [])
+    assert refused(endpoint(base), outsider, "library://readme").error.data["code"] == "not_found"
+    assert not ToolCall.objects.for_tenant(tenant_a).exists()
