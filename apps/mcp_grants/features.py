@@ -1,9 +1,9 @@
-"""Resources of MCP servers through the bridge (README "Resources and prompts").
+"""Resources, prompts and completion of MCP servers through the bridge (README "Resources and prompts").
 
-Which servers offer their resources to an agent (acting for a user): the servers it can reach, by the
-same grants as their tools (:func:`apps.mcp_grants.reachability.accessible`), whose grants leave the
-``resources`` switch on: the agent's grant, and the user's when there is one. What the policy adds on
-top is decided by the runtime (``apps.runtime.mcp_features``).
+Which servers offer their resources (or prompts) to an agent (acting for a user): the servers it can
+reach, by the same grants as their tools (:func:`apps.mcp_grants.reachability.accessible`), whose grants
+leave the ``resources`` (or ``prompts``) switch on: the agent's grant, and the user's when there is one.
+What the policy adds on top is decided by the runtime (``apps.runtime.mcp_features``).
 
 The requests run on the process's reused connection to each server (the user's own, when they have
 credentials), within the server's timeout, like a tool call. Every failure is a :class:`FeatureError`
@@ -31,7 +31,7 @@ MAX_PAGES = 50
 
 
 class FeatureError(Exception):
-    """A server could not answer a resources request; the message says which and why."""
+    """A server could not answer; the message says which server and why."""
 
 
 def servers_offering(tenant: Tenant, agent: Agent, user_id: str, feature: Feature) -> list[MCPServer]:
@@ -124,3 +124,41 @@ def list_resource_templates(server: MCPServer, user_id: str) -> tuple[list[types
 def read_resource(server: MCPServer, user_id: str, uri: str) -> types.ReadResourceResult:
     """``resources/read`` of ``uri`` on the server."""
     return _request(server, user_id, lambda session, remaining: session.read_resource(uri), "resources/read")
+
+
+def list_prompts(server: MCPServer, user_id: str) -> tuple[list[types.Prompt], bool]:
+    """The server's prompts (every page, up to :data:`MAX_LISTED`), under their own names."""
+    return _all_pages(
+        server,
+        user_id,
+        "prompts/list",
+        lambda session, cursor: session.list_prompts(params=_page(cursor)),
+        lambda result: list(result.prompts),
+    )
+
+
+def get_prompt(
+    server: MCPServer, user_id: str, name: str, arguments: dict[str, str]
+) -> types.GetPromptResult:
+    """``prompts/get`` of the server's prompt ``name`` (its own name)."""
+    return _request(
+        server, user_id, lambda session, remaining: session.get_prompt(name, arguments), "prompts/get"
+    )
+
+
+def complete(
+    server: MCPServer,
+    user_id: str,
+    ref: types.PromptReference | types.ResourceTemplateReference,
+    argument: types.CompletionArgument,
+    context: dict[str, str] | None,
+) -> types.CompleteResult:
+    """``completion/complete`` on the server, ``ref`` naming its own prompt or template."""
+    return _request(
+        server,
+        user_id,
+        lambda session, remaining: session.complete(
+            ref, {"name": argument.name, "value": argument.value}, context
+        ),
+        "completion/complete",
+    )

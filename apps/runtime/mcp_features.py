@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ import mcp_types as types
 
 from apps.audit.models import ToolCall
 from apps.audit.services import record_tool_call
-from apps.mcp_grants import features
+from apps.mcp_grants import features, naming
 from apps.mcp_grants.models import MCPServer
 from apps.policy import engine
 from apps.policy.engine import CallScope
@@ -42,11 +43,16 @@ from apps.toolkit.scrubber import Scrubber
 
 MAX_CONTENT_BYTES = 8 * 1024 * 1024  # all contents of one read, decoded
 MAX_URI_CHARS = 2048
+MAX_NAME_CHARS = 200
+MAX_PROMPT_ARGUMENTS = 64
+MAX_ARGUMENT_CHARS = 64 * 1024
+MAX_COMPLETIONS = 100  # what the protocol allows in one completion
 READ_TOOL = "resources/read"
+GET_TOOL = "prompts/get"
 
 
-class ResourceRefused(Exception):
-    """A read that is not this agent's, or that failed; ``code`` is Toolgate's error code."""
+class FeatureRefused(Exception):
+    """A read or get that is not this agent's, or that failed; ``code`` is Toolgate's error code."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -115,10 +121,24 @@ def _template_pattern(template: str) -> re.Pattern[str]:
     return re.compile(regex + r"\Z")
 
 
+def _scrubbing(who: For) -> tuple[Scrubber, Callable[[str], str]]:
+    """A scrubber seeded with the tenant's and agent's secrets, and what scrubs text (nothing when the
+    policy turns scrubbing off)."""
+    tenant = who.actor.tenant
+    secrets = setting_secrets_for_call(tenant=tenant, agent=who.agent)
+    scrubber = Scrubber([*secrets[0].values(), *secrets[1].values()])
+    resolved = engine.resolve(tenant, who.agent, who.scope)
+    return scrubber, (scrubber.scrub if resolved.scrub_credentials else _unchanged)
+
+
+def _unchanged(text: str) -> str:
+    return text
+
+
 def _route(who: For, uri: str) -> MCPServer:
     servers = visible_servers(who, "resources")
     if not servers:
-        raise ResourceRefused("not_found", f"Resource {uri!r} not found: this agent has no MCP resources.")
+        raise FeatureRefused("not_found", f"Resource {uri!r} not found: this agent has no MCP resources.")
     if len(servers) == 1:
         return servers[0]
     owners: list[MCPServer] = []
@@ -133,10 +153,10 @@ def _route(who: For, uri: str) -> MCPServer:
         ):
             owners.append(server)
     if not owners:
-        raise ResourceRefused("not_found", f"Resource {uri!r} not found on this agent's MCP servers.")
+        raise FeatureRefused("not_found", f"Resource {uri!r} not found on this agent's MCP servers.")
     if len(owners) > 1:
         names = ", ".join(repr(server.name) for server in owners)
-        raise ResourceRefused("conflict", f"Resource {uri!r} is offered by several MCP servers: {names}.")
+        raise FeatureRefused("conflict", f"Resource {uri!r} is offered by several MCP servers: {names}.")
     return owners[0]
 
 
@@ -154,16 +174,17 @@ def _size(contents: list[Any]) -> int:
 
 def read_resource(who: For, uri: str) -> types.ReadResourceResult:
     """``resources/read`` of ``uri`` on the one visible server that offers it, scrubbed, bounded and
-    recorded; :class:`ResourceRefused` otherwise (recorded too)."""
+    recorded; :class:`FeatureRefused` otherwise (recorded too)."""
     if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_CHARS or "\x00" in uri:
-        raise ResourceRefused("invalid", f"uri: 1 to {MAX_URI_CHARS} characters, without NUL.")
+        raise FeatureRefused("invalid", f"uri: 1 to {MAX_URI_CHARS} characters, without NUL.")
     started = time.perf_counter()
-    tenant = who.actor.tenant
-    secrets = setting_secrets_for_call(tenant=tenant, agent=who.agent)
-    scrubber = Scrubber([*secrets[0].values(), *secrets[1].values()])
-    resolved = engine.resolve(tenant, who.agent, who.scope)
-    scrub = scrubber.scrub if resolved.scrub_credentials else (lambda text: text)
+    scrubber, scrub = _scrubbing(who)
     server: MCPServer | None = None
+
+    def record(*, error: str, decision: str, size: int) -> None:
+        args = {"uri": scrub(uri)[:MAX_URI_CHARS]}
+        _record(who, READ_TOOL, args, server, "resources", started, error=error, decision=decision, size=size)
+
     try:
         server = _route(who, uri)
         for secret in features.secrets(server, who.scope.user_id):
@@ -171,7 +192,7 @@ def read_resource(who: For, uri: str) -> types.ReadResourceResult:
         result = features.read_resource(server, who.scope.user_id, uri)
         size = _size(list(result.contents))
         if size > MAX_CONTENT_BYTES:
-            raise ResourceRefused(
+            raise FeatureRefused(
                 "too_large",
                 f"Resource {uri!r} of MCP server {server.name!r} is {size} bytes: more than "
                 f"{MAX_CONTENT_BYTES} bytes are not passed on.",
@@ -182,15 +203,15 @@ def read_resource(who: For, uri: str) -> types.ReadResourceResult:
                 contents.append(item.model_copy(update={"text": scrub(item.text)}))
             else:
                 contents.append(item)
-    except ResourceRefused as exc:
+    except FeatureRefused as exc:
         message = scrub(str(exc))
-        _record(who, scrub(uri), server, started, error=message, decision=_decision(exc.code), size=0)
-        raise ResourceRefused(exc.code, message) from None
+        record(error=message, decision=_decision(exc.code), size=0)
+        raise FeatureRefused(exc.code, message) from None
     except features.FeatureError as exc:
         message = scrub(str(exc))
-        _record(who, scrub(uri), server, started, error=message, decision=ToolCall.Decision.ALLOWED, size=0)
-        raise ResourceRefused("unavailable", message) from None
-    _record(who, scrub(uri), server, started, error="", decision=ToolCall.Decision.ALLOWED, size=size)
+        record(error=message, decision=ToolCall.Decision.ALLOWED, size=0)
+        raise FeatureRefused("unavailable", message) from None
+    record(error="", decision=ToolCall.Decision.ALLOWED, size=size)
     return types.ReadResourceResult(contents=contents)
 
 
@@ -203,18 +224,26 @@ def _decision(code: str) -> str:
 
 
 def _record(
-    who: For, uri: str, server: MCPServer | None, started: float, *, error: str, decision: str, size: int
+    who: For,
+    tool: str,
+    args: dict[str, Any],
+    server: MCPServer | None,
+    feature: features.Feature,
+    started: float,
+    *,
+    error: str,
+    decision: str,
+    size: int,
 ) -> None:
-    args: dict[str, Any] = {"uri": uri[:MAX_URI_CHARS]}
     if server is not None:
-        args["server"] = server.name
+        args = {**args, "server": server.name}
     record_tool_call(
         actor=who.actor,
         id=uuid.uuid4(),
         agent=who.agent,
         agent_key=who.agent.key,
-        tool=READ_TOOL,
-        resolved_tool=features.policy_name(server, "resources") if server is not None else "",
+        tool=tool,
+        resolved_tool=features.policy_name(server, feature) if server is not None else "",
         args=args,
         decision=decision,
         status=ToolCall.Status.ERROR if error else ToolCall.Status.OK,
@@ -229,4 +258,164 @@ def _record(
         origin=caller_origin(who.actor)[:20],
         provider=who.scope.provider[:100],
         subagent_depth=who.scope.subagent_depth,
+    )
+
+
+# --- prompts and completion ----------------------------------------------------------------------------
+
+
+def list_prompts(who: For) -> list[types.Prompt]:
+    """Every visible server's prompts, under their registered names (``mcp_<prefix>__<prompt>``, like the
+    server's tools), in server order then the server's own. A server that fails is left out."""
+    found: list[types.Prompt] = []
+    for server in visible_servers(who, "prompts"):
+        try:
+            prompts, _ = features.list_prompts(server, who.scope.user_id)
+        except features.FeatureError:
+            continue
+        found.extend(
+            prompt.model_copy(update={"name": naming.registered_name(server, prompt.name)})
+            for prompt in prompts
+        )
+    return found
+
+
+def _prompt_target(who: For, name: str) -> tuple[MCPServer, str]:
+    found = naming.parse(name, visible_servers(who, "prompts"))
+    if found is None:
+        raise FeatureRefused("not_found", f"Prompt {name!r} not found among this agent's MCP prompts.")
+    return found
+
+
+def _check_arguments(arguments: Any) -> dict[str, str]:
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, dict) or len(arguments) > MAX_PROMPT_ARGUMENTS:
+        raise FeatureRefused("invalid", f"arguments: an object of at most {MAX_PROMPT_ARGUMENTS} strings.")
+    for key, value in arguments.items():
+        if not isinstance(key, str) or not isinstance(value, str) or len(key) > MAX_NAME_CHARS:
+            raise FeatureRefused(
+                "invalid", f"arguments: string values under names of at most {MAX_NAME_CHARS}."
+            )
+        if len(value) > MAX_ARGUMENT_CHARS or "\x00" in key + value:
+            raise FeatureRefused(
+                "invalid", f"arguments.{key[:50]}: at most {MAX_ARGUMENT_CHARS} characters, without NUL."
+            )
+    return dict(arguments)
+
+
+def _scrub_block(block: Any, scrub: Callable[[str], str]) -> Any:
+    """A content block with its text scrubbed (an embedded resource's too); binary data as it is."""
+    if isinstance(block, types.TextContent):
+        return block.model_copy(update={"text": scrub(block.text)})
+    if isinstance(block, types.EmbeddedResource) and isinstance(block.resource, types.TextResourceContents):
+        return block.model_copy(
+            update={"resource": block.resource.model_copy(update={"text": scrub(block.resource.text)})}
+        )
+    return block
+
+
+def _block_size(block: Any) -> int:
+    if isinstance(block, types.TextContent):
+        return len(block.text.encode())
+    if isinstance(block, types.EmbeddedResource):
+        return _size([block.resource])
+    data = getattr(block, "data", None)
+    return _size([types.BlobResourceContents(uri="x:", blob=data)]) if isinstance(data, str) else 0
+
+
+def get_prompt(who: For, name: Any, arguments: Any) -> types.GetPromptResult:
+    """``prompts/get`` of the registered prompt ``name`` on its server, scrubbed, bounded and recorded
+    (``ToolCall`` with the tool ``prompts/get``); :class:`FeatureRefused` otherwise (recorded too)."""
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS or "\x00" in name:
+        raise FeatureRefused("invalid", f"name: 1 to {MAX_NAME_CHARS} characters, without NUL.")
+    started = time.perf_counter()
+    scrubber, scrub = _scrubbing(who)
+    server: MCPServer | None = None
+    sent: dict[str, str] = {}
+
+    def record(*, error: str, decision: str, size: int) -> None:
+        args: dict[str, Any] = {"name": scrub(name), "arguments": {k: scrub(v) for k, v in sent.items()}}
+        _record(who, GET_TOOL, args, server, "prompts", started, error=error, decision=decision, size=size)
+
+    try:
+        sent = _check_arguments(arguments)
+        server, original = _prompt_target(who, name)
+        for secret in features.secrets(server, who.scope.user_id):
+            scrubber.register(secret)
+        result = features.get_prompt(server, who.scope.user_id, original, sent)
+        size = sum(_block_size(message.content) for message in result.messages)
+        if size > MAX_CONTENT_BYTES:
+            raise FeatureRefused(
+                "too_large",
+                f"Prompt {name!r} of MCP server {server.name!r} is {size} bytes: more than "
+                f"{MAX_CONTENT_BYTES} bytes are not passed on.",
+            )
+        messages = [
+            message.model_copy(update={"content": _scrub_block(message.content, scrub)})
+            for message in result.messages
+        ]
+    except FeatureRefused as exc:
+        message = scrub(str(exc))
+        record(error=message, decision=_decision(exc.code), size=0)
+        raise FeatureRefused(exc.code, message) from None
+    except features.FeatureError as exc:
+        message = scrub(str(exc))
+        record(error=message, decision=ToolCall.Decision.ALLOWED, size=0)
+        raise FeatureRefused("unavailable", message) from None
+    record(error="", decision=ToolCall.Decision.ALLOWED, size=size)
+    description = scrub(result.description) if result.description else result.description
+    return types.GetPromptResult(description=description, messages=messages)
+
+
+def complete(
+    who: For,
+    ref: types.PromptReference | types.ResourceTemplateReference,
+    argument: types.CompletionArgument,
+    context: dict[str, str] | None,
+) -> types.CompleteResult:
+    """Completion of a prompt's or a resource template's argument, asked of the server that offers the
+    prompt or the template; the values are scrubbed. Not recorded: it reads nothing but suggestions."""
+    context = _check_arguments(context) if context is not None else None
+    _check_arguments({argument.name: argument.value})
+    _, scrub = _scrubbing(who)
+    if isinstance(ref, types.PromptReference):
+        server, original = _prompt_target(who, ref.name)
+        sent: types.PromptReference | types.ResourceTemplateReference = ref.model_copy(
+            update={"name": original}
+        )
+    else:
+        server = _template_owner(who, ref.uri)
+        sent = ref
+    try:
+        result = features.complete(server, who.scope.user_id, sent, argument, context)
+    except features.FeatureError as exc:
+        raise FeatureRefused("unavailable", scrub(str(exc))) from None
+    values = [scrub(value) for value in result.completion.values[:MAX_COMPLETIONS]]
+    return types.CompleteResult(
+        completion=types.Completion(
+            values=values, total=result.completion.total, has_more=result.completion.has_more
+        )
+    )
+
+
+def _template_owner(who: For, template: str) -> MCPServer:
+    servers = visible_servers(who, "resources")
+    owners = []
+    for server in servers:
+        try:
+            templates, _ = features.list_resource_templates(server, who.scope.user_id)
+        except features.FeatureError:
+            continue
+        if any(t.uri_template == template for t in templates):
+            owners.append(server)
+    if len(owners) == 1:
+        return owners[0]
+    if len(owners) > 1:
+        names = ", ".join(repr(server.name) for server in owners)
+        raise FeatureRefused(
+            "conflict", f"Resource template {template!r} is offered by several MCP servers: {names}."
+        )
+    raise FeatureRefused(
+        "not_found", f"Resource template {template!r} not found on this agent's MCP servers."
     )

@@ -208,7 +208,31 @@ async def list_resource_templates(
     return types.ListResourceTemplatesResult(resource_templates=found)
 
 
-READ_ERRORS = {"invalid": types.INVALID_PARAMS, "not_found": types.INVALID_PARAMS}
+ERROR_CODES = {
+    "invalid": types.INVALID_PARAMS,
+    "not_found": types.INVALID_PARAMS,
+    "conflict": types.INVALID_PARAMS,
+}
+
+
+def _member(caller: Caller, what: str) -> None:
+    if not caller.actor.can(Role.MEMBER):
+        raise MCPError(
+            code=types.INVALID_REQUEST,
+            message=f"{what} needs the member role or higher; this API key has the {caller.actor.role} role.",
+            data={"code": "permission_denied"},
+        )
+
+
+async def _feature(caller: Caller, work: Any, *args: Any, about: dict[str, Any]) -> Any:
+    try:
+        return await sync_to_async(_in_request)(caller, work, *args)
+    except mcp_features.FeatureRefused as exc:
+        raise MCPError(
+            code=ERROR_CODES.get(exc.code, types.INTERNAL_ERROR),
+            message=str(exc),
+            data={"code": exc.code, **about},
+        ) from None
 
 
 async def read_resource(
@@ -217,23 +241,49 @@ async def read_resource(
     """One resource, from the one server of the agent's that offers it (members and up, like a call):
     scrubbed, bounded and recorded like a tool call."""
     caller = _caller(ctx)
-    if not caller.actor.can(Role.MEMBER):
-        raise MCPError(
-            code=types.INVALID_REQUEST,
-            message="Reading resources needs the member role or higher; "
-            f"this API key has the {caller.actor.role} role.",
-            data={"code": "permission_denied"},
-        )
-    try:
-        result: types.ReadResourceResult = await sync_to_async(_in_request)(
-            caller, mcp_features.read_resource, str(params.uri)
-        )
-    except mcp_features.ResourceRefused as exc:
-        raise MCPError(
-            code=READ_ERRORS.get(exc.code, types.INTERNAL_ERROR),
-            message=str(exc),
-            data={"code": exc.code, "uri": str(params.uri)[: mcp_features.MAX_URI_CHARS]},
-        ) from None
+    _member(caller, "Reading resources")
+    uri = str(params.uri)
+    result: types.ReadResourceResult = await _feature(
+        caller, mcp_features.read_resource, uri, about={"uri": uri[: mcp_features.MAX_URI_CHARS]}
+    )
+    return result
+
+
+async def list_prompts(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    """The prompts of the agent's MCP servers that its grants and the policy give it, under their
+    registered names (viewers and up)."""
+    found = await sync_to_async(_in_request)(_caller(ctx), mcp_features.list_prompts)
+    return types.ListPromptsResult(prompts=found)
+
+
+async def get_prompt(
+    ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+) -> types.GetPromptResult:
+    """One prompt, from its server (members and up): scrubbed, bounded and recorded like a tool call."""
+    caller = _caller(ctx)
+    _member(caller, "Getting prompts")
+    name = str(params.name)
+    result: types.GetPromptResult = await _feature(
+        caller,
+        mcp_features.get_prompt,
+        name,
+        params.arguments,
+        about={"name": name[: mcp_features.MAX_NAME_CHARS]},
+    )
+    return result
+
+
+async def complete(
+    ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
+) -> types.CompleteResult:
+    """Completion of a prompt's or a resource template's argument, by the server that offers it (viewers
+    and up)."""
+    context = params.context.arguments if params.context is not None else None
+    result: types.CompleteResult = await _feature(
+        _caller(ctx), mcp_features.complete, params.ref, params.argument, context, about={}
+    )
     return result
 
 
@@ -257,4 +307,7 @@ def build() -> Server[Any]:
         on_list_resources=list_resources,
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_completion=complete,
     )

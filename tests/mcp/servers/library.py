@@ -1,4 +1,4 @@
-"""An MCP server with resources (and no tools), made with the SDK, for the tests.
+"""An MCP server with resources, prompts and completion (and no tools), made with the SDK, for the tests.
 
 ``python library.py stdio`` or ``python library.py streamable-http HOST PORT``. ``LIBRARY_TOKEN`` (from
 the registration's environment) is its own secret: ``library://token`` shows it, so a test can check
@@ -11,7 +11,9 @@ import base64
 import os
 import sys
 
+import mcp_types as types
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
 
 server = MCPServer("library")
 
@@ -46,6 +48,33 @@ def book(book: str) -> str:
 @server.resource("library://zeros/{size}", name="zeros", mime_type="application/octet-stream")
 def zeros(size: str) -> bytes:
     return bytes(min(int(size), 64 * 1024 * 1024))
+
+
+TOPICS = ["history", "horses", "hydrology", "poetry"]
+
+
+@server.prompt(name="summarize", description="Summarize a topic.")
+def summarize(topic: str, words: str = "50") -> str:
+    return f"Summarize {topic} in {words} words."
+
+
+@server.prompt(name="token_prompt", description="A prompt that shows the server's token.")
+def token_prompt() -> list[Message]:
+    return [
+        UserMessage(content=types.TextContent(text=f"use {os.environ.get('LIBRARY_TOKEN')}")),
+        AssistantMessage(
+            content=types.ImageContent(data=base64.b64encode(PIXEL).decode(), mime_type="image/png")
+        ),
+    ]
+
+
+@server.completion()
+async def complete(ref, argument, context):  # type: ignore[no-untyped-def]
+    if isinstance(ref, types.PromptReference) and ref.name == "summarize" and argument.name == "topic":
+        return types.Completion(values=[t for t in TOPICS if t.startswith(argument.value)])
+    if isinstance(ref, types.ResourceTemplateReference) and argument.name == "book":
+        return types.Completion(values=[b for b in ("1", "12", "123", "7") if b.startswith(argument.value)])
+    return None
 
 
 def main() -> None:

@@ -1,7 +1,9 @@
-"""Resources of bridged MCP servers out of ``/mcp/<agent>/``, through a real daphne and a real SDK server
-(``tests/mcp/servers/library.py`` over stdio): listed and read under a grant, hidden by the grant's switch
-and by the policy like the server's tools, scrubbed of the connection's secrets, binary contents passed on
-and bounded, every read recorded like a tool call (without its contents), and nothing of another tenant.
+"""Resources, prompts and completion of bridged MCP servers out of ``/mcp/<agent>/``, through a real
+daphne and a real SDK server (``tests/mcp/servers/library.py`` over stdio): listed, read and got under a
+grant, hidden by the grant's switches and by the policy like the server's tools, scrubbed of the
+connection's secrets, binary contents passed on and bounded, every read and get recorded like a tool call
+(without its contents), and nothing of another tenant; completion asked of the server that offers the
+prompt or the template.
 """
 
 from __future__ import annotations
@@ -234,4 +236,127 @@ def test_nothing_of_another_tenant(base, tenant_a, tenant_b, granted):
     services.agent_create(actor=Actor.system(tenant_b), key="bot", name="Bot")
     assert listing(endpoint(base), outsider) == ([], [])
     assert refused(endpoint(base), outsider, "library://readme").error.data["code"] == "not_found"
+    assert not ToolCall.objects.for_tenant(tenant_a).exists()
+
+
+# --- prompts and completion ---------------------------------------------------------------------------
+
+
+def prompt_names(url: str, key: str) -> list[str]:
+    async def go() -> list[str]:
+        async with session(url, key) as client:
+            return [p.name for p in (await client.list_prompts()).prompts]
+
+    return asyncio.run(go())
+
+
+def get(
+    url: str, key: str, name: str, arguments: dict[str, str] | None = None
+) -> types.GetPromptResult | MCPError:
+    async def go() -> types.GetPromptResult | MCPError:
+        async with session(url, key) as client:
+            try:
+                return await client.get_prompt(name, arguments)
+            except MCPError as error:  # caught here: the session's task group would wrap it
+                return error
+
+    return asyncio.run(go())
+
+
+def completion(url: str, key: str, ref: Any, name: str, value: str) -> list[str] | MCPError:
+    async def go() -> list[str] | MCPError:
+        async with session(url, key) as client:
+            try:
+                return (await client.complete(ref, {"name": name, "value": value})).completion.values
+            except MCPError as error:
+                return error
+
+    return asyncio.run(go())
+
+
+def test_prompts_are_listed_under_registered_names_got_scrubbed_and_recorded(base, tenant_a, granted, member):
+    url = endpoint(base)
+    assert prompt_names(url, member) == ["mcp_lib__summarize", "mcp_lib__token_prompt"]
+
+    summary = get(url, member, "mcp_lib__summarize", {"topic": "rivers"})
+    assert isinstance(summary, types.GetPromptResult)
+    assert [(m.role, getattr(m.content, "text", None)) for m in summary.messages] == [
+        ("user", "Summarize rivers in 50 words.")
+    ]
+
+    token = get(url, member, "mcp_lib__token_prompt")
+    assert isinstance(token, types.GetPromptResult)
+    first, second = token.messages
+    assert isinstance(first.content, types.TextContent)
+    assert TOKEN not in first.content.text
+    assert first.content.text.startswith("use ")
+    assert isinstance(second.content, types.ImageContent)
+    assert second.content.data == PIXEL
+
+    calls = list(ToolCall.objects.for_tenant(tenant_a).filter(tool="prompts/get").order_by("created_at"))
+    assert [c.args for c in calls] == [
+        {"name": "mcp_lib__summarize", "arguments": {"topic": "rivers"}, "server": "lib"},
+        {"name": "mcp_lib__token_prompt", "arguments": {}, "server": "lib"},
+    ]
+    assert [c.resolved_tool for c in calls] == ["mcp_lib__{prompts}"] * 2
+    assert all(c.status == "ok" for c in calls)
+
+    # A name no server of the agent's offers is refused, and recorded as unknown.
+    missing = get(url, member, "mcp_lib__nope")
+    assert isinstance(missing, MCPError)
+    assert missing.error.data["code"] == "unavailable"  # the server itself does not know it
+    assert "nope" in missing.error.message
+    nowhere = get(url, member, "mcp_other__summarize")
+    assert isinstance(nowhere, MCPError)
+    assert nowhere.error.data["code"] == "not_found"
+    assert ToolCall.objects.for_tenant(tenant_a).get(args__name="mcp_other__summarize").decision == "unknown"
+
+
+def test_the_grant_switch_and_the_policy_hide_prompts(base, granted, member, admin):
+    url = endpoint(base)
+    put_grant(base, admin, "lib", prompts=False)
+    assert prompt_names(url, member) == []
+    refused = get(url, member, "mcp_lib__summarize", {"topic": "x"})
+    assert isinstance(refused, MCPError)
+    assert refused.error.data["code"] == "not_found"
+    put_grant(base, admin, "lib", prompts=True)
+    put_policy(base, admin, {"deny": ["group:mcp:lib"]})
+    assert prompt_names(url, member) == []
+    put_policy(base, admin, {"deny": []})
+    assert prompt_names(url, member) == ["mcp_lib__summarize", "mcp_lib__token_prompt"]
+
+
+def test_completion_is_asked_of_the_server_that_offers_the_prompt_or_template(base, granted, member):
+    url = endpoint(base)
+    assert completion(url, member, types.PromptReference(name="mcp_lib__summarize"), "topic", "h") == [
+        "history",
+        "horses",
+        "hydrology",
+    ]
+    template = types.ResourceTemplateReference(uri="library://books/{book}")
+    assert completion(url, member, template, "book", "12") == ["12", "123"]
+    unknown = completion(url, member, types.PromptReference(name="summarize"), "topic", "h")
+    assert isinstance(unknown, MCPError)
+    assert unknown.error.data["code"] == "not_found"
+
+
+def test_a_viewer_lists_but_does_not_get_and_another_tenant_sees_nothing(base, tenant_a, tenant_b, granted):
+    viewer = factories.make_api_key(tenant_a, Role.VIEWER)
+    url = endpoint(base)
+    assert prompt_names(url, viewer) == ["mcp_lib__summarize", "mcp_lib__token_prompt"]
+    denied = get(url, viewer, "mcp_lib__summarize", {"topic": "x"})
+    assert isinstance(denied, MCPError)
+    assert denied.error.data["code"] == "permission_denied"
+
+    b_agent = services.agent_create(actor=Actor.system(tenant_b), key="bot", name="Bot")
+    outsider = factories.make_api_key(tenant_b, Role.OWNER)
+    # Tenant B's agent has no grant of tenant A's server.
+    assert prompt_names(url, outsider) == []
+    missing = get(url, outsider, "mcp_lib__summarize", {"topic": "x"})
+    assert isinstance(missing, MCPError)
+    assert missing.error.data["code"] == "not_found"
+    # A server of its own, of the same name, is tenant B's alone (here with prompts switched off).
+    other = library(tenant_b)
+    mcp_services.agent_grant_set(actor=Actor.system(tenant_b), server=other, agent=b_agent, prompts=False)
+    assert prompt_names(url, outsider) == []
     assert not ToolCall.objects.for_tenant(tenant_a).exists()
