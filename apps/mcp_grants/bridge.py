@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 MAX_RESULT_CHARS = 1024 * 1024
+MAX_BINARY_BYTES = 8 * 1024 * 1024  # images, audio and binary resources of one result, decoded
 
 
 def definitions(tenant: Tenant, names: Iterable[str]) -> list[dict[str, Any]]:
@@ -213,12 +214,21 @@ def run(ctx: CallContext, name: str, found: Target, args: dict[str, Any]) -> Too
 
 
 def to_result(result: Any, *, server: str = "") -> ToolResult:
-    """An MCP ``CallToolResult`` as a tool result: text blocks joined for the model; images and audio
-    kept (base64, with their MIME types) in ``data["content"]`` and named in the text; embedded
-    resources' text inlined; ``structuredContent`` in ``data["structured_content"]`` (and as JSON text
-    when there is no text block); ``isError`` kept."""
+    """An MCP ``CallToolResult`` as a tool result: text blocks joined for the model; every block kept,
+    in order, in ``data["content"]``: text, images and audio (base64, with their MIME types, named in
+    the text), embedded resources (their text inlined for the model; binary ones named) and resource
+    links; ``structuredContent`` in ``data["structured_content"]`` (and as JSON text when there is no
+    text block); ``isError`` kept. Binary data beyond :data:`MAX_BINARY_BYTES` in all is left out, and
+    the text says so."""
     texts: list[str] = []
     content: list[dict[str, Any]] = []
+    binary = 0
+
+    def fits(data: str) -> bool:
+        nonlocal binary
+        binary += len(data) * 3 // 4
+        return binary <= MAX_BINARY_BYTES
+
     for block in getattr(result, "content", None) or []:
         kind = getattr(block, "type", "")
         if kind == "text":
@@ -226,22 +236,35 @@ def to_result(result: Any, *, server: str = "") -> ToolResult:
             content.append({"type": "text", "text": block.text})
         elif kind in {"image", "audio"}:
             size = len(block.data) * 3 // 4
+            if not fits(block.data):
+                texts.append(f"[{kind}: {block.mime_type}, about {size} bytes, left out: too large]")
+                continue
             texts.append(f"[{kind}: {block.mime_type}, about {size} bytes]")
             content.append({"type": kind, "mime_type": block.mime_type, "data": block.data})
         elif kind == "resource":
             resource = block.resource
             text = getattr(resource, "text", None)
+            blob = getattr(resource, "blob", None)
             uri = str(getattr(resource, "uri", ""))
+            mime_type = getattr(resource, "mime_type", None)
+            item: dict[str, Any] = {"type": "resource", "uri": uri, "mime_type": mime_type}
             if text is not None:
                 texts.append(text)
+                item["text"] = text
+            elif isinstance(blob, str) and fits(blob):
+                texts.append(f"[resource {uri} ({mime_type or 'binary'})]")
+                item["blob"] = blob
             else:
-                texts.append(f"[resource {uri} ({getattr(resource, 'mime_type', None) or 'binary'})]")
-            content.append(
-                {"type": "resource", "uri": uri, "mime_type": getattr(resource, "mime_type", None)}
-            )
+                texts.append(f"[resource {uri} ({mime_type or 'binary'}), left out: too large]")
+                continue
+            content.append(item)
         elif kind == "resource_link":
             texts.append(f"[resource link {block.uri}: {block.name}]")
-            content.append({"type": "resource_link", "uri": str(block.uri), "name": block.name})
+            link = {"type": "resource_link", "uri": str(block.uri), "name": block.name}
+            for field in ("description", "mime_type"):
+                if getattr(block, field, None) is not None:
+                    link[field] = getattr(block, field)
+            content.append(link)
     structured = getattr(result, "structured_content", None)
     if structured is not None and not texts:
         texts.append(json.dumps(structured, ensure_ascii=False, default=str))

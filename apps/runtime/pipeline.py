@@ -177,6 +177,19 @@ def _scrub_args(value: Any, scrub: Any) -> Any:
     return value
 
 
+def _scrub_block(block: Any, scrub: Any) -> Any:
+    """A content block of a result (``apps.mcp_grants.bridge.to_result``'s form) with its text scrubbed:
+    a text block's, an embedded resource's, a resource link's name and description."""
+    if not isinstance(block, dict):
+        return block
+    fields = {"text": ("text",), "resource": ("text", "uri"), "resource_link": ("name", "description", "uri")}
+    changed = dict(block)
+    for key in fields.get(str(block.get("type")), ()):
+        if isinstance(changed.get(key), str):
+            changed[key] = scrub(changed[key])
+    return changed
+
+
 class _Call:
     """One call on its way through the pipeline: what every step after the first needs."""
 
@@ -255,10 +268,9 @@ class _Call:
                 result.data["structured_content"] = _scrub_args(
                     result.data["structured_content"], self.scrubber.scrub
                 )
-            if "content" in result.data:  # images' and audio's base64 is not text
+            if "content" in result.data:  # images', audio's and blobs' base64 is not text
                 result.data["content"] = [
-                    {**c, "text": self.scrubber.scrub(c["text"])} if c.get("type") == "text" else c
-                    for c in result.data["content"]
+                    _scrub_block(c, self.scrubber.scrub) for c in result.data["content"]
                 ]
 
     def scrub(self, text: str) -> str:

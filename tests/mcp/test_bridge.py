@@ -38,6 +38,7 @@ TOOLS = {
     "env",
     "env_length",
     "fail",
+    "kinds",
     "options",
     "pid",
     "pixel",
@@ -125,6 +126,35 @@ def test_results_map_faithfully(tenant_a, member_a):
     empty = call(member_a, "mcp_demo__echo")
     assert empty["is_error"]
     assert "empty arguments (required: text)" in empty["for_llm"]
+
+
+def test_every_kind_of_content_is_kept_in_order_and_its_text_scrubbed(tenant_a, member_a):
+    register(tenant_a, env={"TOKEN": "server-token-1234"})
+    kinds = call(member_a, "mcp_demo__kinds", {"env_name": "TOKEN"})
+    assert not kinds["is_error"]
+    blocks = kinds["content"]
+    assert [b["type"] for b in blocks] == ["text", "audio", "resource", "resource", "resource_link"]
+    assert blocks[0] == {"type": "text", "text": "one of each kind"}
+    assert blocks[1]["mime_type"] == "audio/wav"
+    assert blocks[1]["data"].startswith("UklGR")
+    assert blocks[2] == {
+        "type": "resource",
+        "uri": "demo://notes",
+        "mime_type": "text/plain",
+        "text": "notes: [REDACTED]",
+    }
+    assert blocks[3]["blob"].startswith("iVBOR")
+    assert blocks[3]["mime_type"] == "image/png"
+    assert blocks[4] == {
+        "type": "resource_link",
+        "uri": "demo://later",
+        "name": "later",
+        "description": "read it later",
+        "mime_type": "text/plain",
+    }
+    assert "server-token-1234" not in str(kinds)
+    assert "notes: [REDACTED]" in kinds["for_llm"]
+    assert "[resource link demo://later: later]" in kinds["for_llm"]
 
 
 def test_one_session_is_reused_across_calls(tenant_a, member_a):

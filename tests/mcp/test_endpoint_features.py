@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from apps.accounts import services
 from apps.audit.models import ToolCall
 from apps.mcp_grants import services as mcp_services
-from apps.mcp_grants.models import MCPServer
+from apps.mcp_grants.models import MCPServer, MCPServerTool
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role
@@ -31,6 +31,7 @@ from tests.mcp.endpoint_client import endpoint, rest, session
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 LIBRARY = Path(__file__).resolve().parent / "servers" / "library.py"
+DEMO = Path(__file__).resolve().parent / "servers" / "demo.py"
 TOKEN = "lib-token-7f3a9c2e5b1d"
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 
@@ -360,3 +361,44 @@ def test_a_viewer_lists_but_does_not_get_and_another_tenant_sees_nothing(base, t
     mcp_services.agent_grant_set(actor=Actor.system(tenant_b), server=other, agent=b_agent, prompts=False)
     assert prompt_names(url, outsider) == []
     assert not ToolCall.objects.for_tenant(tenant_a).exists()
+
+
+# --- content of tool results ---------------------------------------------------------------------------
+
+
+def test_a_tools_every_kind_of_content_reaches_the_client_block_by_block_scrubbed(
+    base, tenant_a, agent, member
+):
+    demo = mcp_services.server_create(
+        actor=Actor.system(tenant_a),
+        name="demo",
+        transport="stdio",
+        command=sys.executable,
+        args=[str(DEMO), "stdio"],
+        env={"TOKEN": TOKEN},
+    )
+    mcp_services.agent_grant_set(actor=Actor.system(tenant_a), server=demo, agent=agent)
+    # The tool as discovery stores it (discovery itself runs in a worker, which this test does not start).
+    schema = {"type": "object", "properties": {"env_name": {"type": "string"}}}
+    MCPServerTool.objects.create(tenant=tenant_a, server=demo, name="kinds", input_schema=schema)
+
+    async def go() -> types.CallToolResult:
+        async with session(endpoint(base), member, read_timeout=120) as client:
+            return await client.call_tool("mcp_demo__kinds", {"env_name": "TOKEN"})
+
+    result = asyncio.run(go())
+    assert not result.is_error
+    text, audio, notes, pixel, link = result.content
+    assert isinstance(text, types.TextContent)
+    assert text.text == "one of each kind"
+    assert isinstance(audio, types.AudioContent)
+    assert audio.mime_type == "audio/wav"
+    assert isinstance(notes, types.EmbeddedResource)
+    assert isinstance(notes.resource, types.TextResourceContents)
+    assert (str(notes.resource.uri), notes.resource.text) == ("demo://notes", "notes: [REDACTED]")
+    assert isinstance(pixel, types.EmbeddedResource)
+    assert isinstance(pixel.resource, types.BlobResourceContents)
+    assert pixel.resource.blob == PIXEL
+    assert isinstance(link, types.ResourceLink)
+    assert (str(link.uri), link.name, link.description) == ("demo://later", "later", "read it later")
+    assert TOKEN not in result.model_dump_json()

@@ -40,6 +40,7 @@ MAX_TOOL_NAME_CHARS = 200  # as ``POST /api/v1/runtime/execute`` bounds ``tool``
 META_PREFIX = "toolgate/"
 # Binary content blocks of a result (MCP tools' images and audio) that reach the client as themselves.
 MEDIA_TYPES = ("image", "audio")
+MAX_RESULT_TEXT_CHARS = 1024 * 1024  # as ``for_llm`` is bounded (``apps.mcp_grants.bridge``)
 
 
 @dataclass(frozen=True)
@@ -153,16 +154,20 @@ async def call_tool(
 
 
 def to_mcp_result(outcome: gateway.CallOutcome) -> types.CallToolResult:
-    """A pipeline outcome as an MCP result: ``for_llm`` (scrubbed) is the text; an MCP tool's images and
-    audio follow as their own blocks; its structured content (scrubbed by the pipeline) is
-    ``structuredContent`` when it is a JSON object; ``is_error`` is ``isError``. Other extras of a
-    result are not passed on: they are not scrubbed. The call's id is in ``_meta``."""
+    """A pipeline outcome as an MCP result. An MCP tool's result that holds more than text passes on
+    block by block, as its server sent it (text, images, audio, embedded resources, resource links),
+    scrubbed by the pipeline; any other result is ``for_llm`` (scrubbed) as the text, followed by its
+    images and audio. Its structured content (scrubbed) is ``structuredContent`` when it is a JSON
+    object; ``is_error`` is ``isError``. Other extras of a result are not passed on: they are not
+    scrubbed. The call's id is in ``_meta``."""
     result = outcome.result
-    content: list[types.ContentBlock] = [types.TextContent(text=result.for_llm)]
-    for block in result.data.get("content") or ():
-        if isinstance(block, dict) and block.get("type") in MEDIA_TYPES:
-            media = types.ImageContent if block["type"] == "image" else types.AudioContent
-            content.append(media(data=str(block.get("data", "")), mime_type=str(block.get("mime_type", ""))))
+    blocks = [block for block in result.data.get("content") or () if isinstance(block, dict)]
+    content = _blocks(blocks) if blocks and "server" in result.data and not result.is_error else None
+    if content is None:
+        content = [types.TextContent(text=result.for_llm)]
+        for block in blocks:
+            if block.get("type") in MEDIA_TYPES:
+                content.append(_media(block))
     structured = result.data.get("structured_content")
     if not isinstance(structured, dict) or not _is_json(structured):
         structured = None
@@ -172,6 +177,49 @@ def to_mcp_result(outcome: gateway.CallOutcome) -> types.CallToolResult:
         is_error=result.is_error,
         _meta={f"{META_PREFIX}call_id": outcome.call_id},
     )
+
+
+def _media(block: dict[str, Any]) -> types.ContentBlock:
+    media = types.ImageContent if block["type"] == "image" else types.AudioContent
+    return media(data=str(block.get("data", "")), mime_type=str(block.get("mime_type", "")))
+
+
+def _blocks(blocks: list[dict[str, Any]]) -> list[types.ContentBlock] | None:
+    """The blocks of an MCP tool's result as MCP content, or None when a text is over the bound of
+    ``for_llm`` (which is then used: it is truncated)."""
+    content: list[types.ContentBlock] = []
+    texts = 0
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            text = str(block.get("text", ""))
+            texts += len(text)
+            content.append(types.TextContent(text=text))
+        elif kind in MEDIA_TYPES:
+            content.append(_media(block))
+        elif kind == "resource":
+            uri, mime_type = str(block.get("uri", "")), block.get("mime_type")
+            resource: types.TextResourceContents | types.BlobResourceContents
+            if isinstance(block.get("text"), str):
+                texts += len(block["text"])
+                resource = types.TextResourceContents(uri=uri, mime_type=mime_type, text=block["text"])
+            else:
+                resource = types.BlobResourceContents(
+                    uri=uri, mime_type=mime_type, blob=str(block.get("blob", ""))
+                )
+            content.append(types.EmbeddedResource(resource=resource))
+        elif kind == "resource_link":
+            content.append(
+                types.ResourceLink(
+                    uri=str(block.get("uri", "")),
+                    name=str(block.get("name", "")),
+                    description=block.get("description"),
+                    mime_type=block.get("mime_type"),
+                )
+            )
+    if texts > MAX_RESULT_TEXT_CHARS:
+        return None
+    return content
 
 
 def _for(caller: Caller) -> mcp_features.For:

@@ -13,6 +13,7 @@ import secrets
 import socket
 import sys
 
+import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
@@ -25,6 +26,10 @@ _count = 0
 PIXEL = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
+
+
+# A WAV header with no samples.
+SILENCE = base64.b64decode("UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=")
 
 
 class Sum(BaseModel):
@@ -103,6 +108,28 @@ def pixel() -> Image:
 @server.tool(description="Text and an image in one result.")
 def captioned(caption: str) -> list[str | Image]:
     return [caption, Image(data=PIXEL, format="png")]
+
+
+@server.tool(description="One block of each kind: text, audio, an embedded text and binary resource, a link.")
+def kinds(env_name: str = "") -> list[types.ContentBlock]:
+    secret = os.environ.get(env_name, "") if env_name else ""
+    return [
+        types.TextContent(text="one of each kind"),
+        types.AudioContent(data=base64.b64encode(SILENCE).decode(), mime_type="audio/wav"),
+        types.EmbeddedResource(
+            resource=types.TextResourceContents(
+                uri="demo://notes", mime_type="text/plain", text=f"notes: {secret}"
+            )
+        ),
+        types.EmbeddedResource(
+            resource=types.BlobResourceContents(
+                uri="demo://pixel", mime_type="image/png", blob=base64.b64encode(PIXEL).decode()
+            )
+        ),
+        types.ResourceLink(
+            uri="demo://later", name="later", description="read it later", mime_type="text/plain"
+        ),
+    ]
 
 
 @server.tool(description="The value of an environment variable of the server process.")
