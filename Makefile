@@ -21,6 +21,7 @@ run: $(STAMP)
 
 system-deps:
 	bash scripts/system-deps.sh
+	bash scripts/conformance-deps.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
