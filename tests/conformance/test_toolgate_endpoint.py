@@ -38,7 +38,18 @@ pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True), pytest.
 # tools-call-simple-text and tools-call-error pass only because the suite checks little: both calls get
 # Toolgate's "unknown tool" error (an isError result with text), the tools being served as
 # mcp_conformance__<name>; FALSE_PASSES says so, and is checked.
-_COMMON = {"server-initialize", "ping", "tools-list", "tools-call-simple-text", "tools-call-error"}
+_COMMON = {
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-error",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "prompts-list",
+}
 PASSING: dict[str, set[str]] = {
     "2025-06-18": _COMMON,
     "2025-11-25": _COMMON | {"dns-rebinding-protection"},
