@@ -15,7 +15,7 @@ from apps.mcp_grants.models import MCPServer, MCPServerTool
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories
-from tests.mcp.live_servers import kill_stdio_servers, stdio_fields
+from tests.mcp.live_servers import DEMO_TOOLS, kill_stdio_servers, stdio_fields
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
@@ -38,7 +38,7 @@ def test_discovered_by_the_worker_called_through_daphne_recovered_after_a_crash(
     services.agent_grant_set(actor=system, server=server, agent=agent)
 
     tools = MCPServerTool.objects.for_tenant(tenant_a).filter(server=server)
-    wait_for(lambda: tools.count() == 13, "the worker discovers the tools of a new server")
+    wait_for(lambda: tools.count() == len(DEMO_TOOLS), "the worker discovers the tools of a new server")
     # The job stores the tools, then the status: a moment apart.
     wait_for(
         lambda: MCPServer.objects.for_tenant(tenant_a).get(pk=server.pk).status == "connected",
@@ -114,7 +114,9 @@ def test_a_server_down_at_registration_gets_its_tools_once_it_is_up(tenant_a, re
     with http_server("streamable-http", port):
         # django-q2's scheduler looks for due schedules every 30 s
         wait_for(
-            lambda: MCPServerTool.objects.for_tenant(tenant_a).filter(server=server).count() == 13,
+            lambda: (
+                MCPServerTool.objects.for_tenant(tenant_a).filter(server=server).count() == len(DEMO_TOOLS)
+            ),
             "a retry discovers the tools without anyone's action",
             timeout=120,
         )

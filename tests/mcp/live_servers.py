@@ -16,6 +16,25 @@ from pathlib import Path
 from typing import Any
 
 DEMO = Path(__file__).resolve().parent / "servers" / "demo.py"
+# The tools of the demo server, as discovery finds them.
+DEMO_TOOLS = frozenset(
+    {
+        "add",
+        "captioned",
+        "counter",
+        "echo",
+        "env",
+        "env_length",
+        "fail",
+        "kinds",
+        "options",
+        "pid",
+        "pixel",
+        "probe",
+        "sleep",
+        "whoami",
+    }
+)
 HOST = "127.0.0.2"
 ALLOW_NETS = f"{HOST}/32"
 

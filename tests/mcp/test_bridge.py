@@ -25,27 +25,12 @@ from apps.realtime import events
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories
-from tests.mcp.live_servers import ALLOW_NETS, http_server, kill_stdio_servers, stdio_fields
+from tests.mcp.live_servers import ALLOW_NETS, DEMO_TOOLS, http_server, kill_stdio_servers, stdio_fields
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("mcp_connections")]
 
 HANGING = Path(__file__).resolve().parent / "servers" / "hanging.py"
-TOOLS = {
-    "add",
-    "captioned",
-    "counter",
-    "echo",
-    "env",
-    "env_length",
-    "fail",
-    "kinds",
-    "options",
-    "pid",
-    "pixel",
-    "probe",
-    "sleep",
-    "whoami",
-}
+TOOLS = DEMO_TOOLS
 
 
 def register(tenant, name="demo", agent_key="bot", **fields):
