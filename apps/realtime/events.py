@@ -173,6 +173,12 @@ def write_and_publish(
         return
     try:
         send, send_params = layer.group_send_statement(group, message)
+    except Exception:  # a message that cannot be stored (serialized) must not cost the record
+        logger.exception("could not queue live message %s for %s", message["type"], group)
+        with conn.cursor() as cursor:
+            cursor.execute(statement, params)
+        return
+    try:
         with conn.cursor() as cursor:
             cursor.execute(f"WITH written AS ({statement}) {send}", [*params, *send_params])
     except DatabaseError:

@@ -77,13 +77,19 @@ def test_the_row_and_its_live_event_are_written_by_one_statement(member_a, tenan
     assert event["data"]["status"] == "ok"
 
 
+def failing_statement(self, group, message):
+    return "INSERT INTO no_such_table VALUES (%s)", [1]
+
+
+def unserializable(self, group, message):
+    raise TypeError("can not serialize 'object' object")
+
+
+@pytest.mark.parametrize("broken", [failing_statement, unserializable])
 def test_the_row_lands_when_its_live_event_cannot_be_stored(
-    member_a, tenant_a, agent, subscriber, monkeypatch
+    member_a, tenant_a, agent, subscriber, monkeypatch, broken
 ):
     layer, channel = subscriber
-
-    def broken(self, group, message):
-        return "INSERT INTO no_such_table VALUES (%s)", [1]
 
     monkeypatch.setattr(type(layer), "group_send_statement", broken)
     body = execute(member_a)
