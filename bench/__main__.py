@@ -116,10 +116,15 @@ def main() -> int:
         help="measure only execute and the baseline with 1 and with N web workers (bench.web_workers)",
     )
     parser.add_argument(
+        "--only-mcp-bridge",
+        action="store_true",
+        help="measure only the MCP bridge against the SDK directly (bench.mcp_bridge)",
+    )
+    parser.add_argument(
         "--web-workers", type=int, default=None, help="N for bench.web_workers (default: cores)"
     )
     args = parser.parse_args()
-    if args.only_web_workers:
+    if args.only_web_workers or args.only_mcp_bridge:
         args.skip_sandbox = True
     # The Docker engine is checked (and the busybox image built) before minutes are spent on the rest.
     try:
@@ -144,6 +149,19 @@ def main() -> int:
                     agent_key="agent-00",
                     seconds=args.seconds,
                     workers=args.web_workers,
+                )
+            )
+            return 0
+        if args.only_mcp_bridge:
+            print(
+                "\n".join(
+                    mcp_bridge.run(
+                        tenant=seeded.tenant,
+                        api_key=seeded.api_key,
+                        db_name=BENCH_DB,
+                        seconds=args.seconds,
+                        http=not args.skip_http,
+                    )
                 )
             )
             return 0

@@ -9,13 +9,17 @@ Measured one call at a time (latency, not throughput), each for the same number 
 * bridge: ``apps.runtime.pipeline.execute`` in this process: policy, call-time grant check, schema
   check, rate limit, the call over the manager's reused connection, result mapping, scrubbing, the
   ToolCall row and its live event;
-* HTTP: ``POST /api/v1/runtime/execute`` on a daphne process (what an agent loop pays), left out with
-  ``--skip-http``.
+* HTTP: ``POST /api/v1/runtime/execute`` on a daphne process (what an agent loop pays), against the
+  bare authenticated endpoint (``bench.urls.AuthedView``) on the same process, one request at a time
+  too; left out with ``--skip-http``.
 
 Two tools: ``echo`` (no work: the pure overhead) and ``sleep`` 10 ms (a tool that does some work, as
-real ones do). The goal is a median through the bridge of at most 1.3x the direct call.
+real ones do). Goals: a median through the bridge of at most 1.3x the direct call; for ``echo``, at
+most 1 ms added by the pipeline in-process (bridge minus direct), and HTTP execute at most 2x the
+authenticated baseline. The bridge's database statements and CPU time per call are counted too (on a
+shared machine CPU time and statements compare across runs; wall times only within one run).
 
-Part of ``python -m bench``.
+Part of ``python -m bench`` (alone: ``python -m bench --only-mcp-bridge``).
 """
 
 from __future__ import annotations
@@ -27,12 +31,15 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from apps.tenants.models import Tenant
 
 GOAL_RATIO = 1.3
+GOAL_ADDED_MS = 1.0  # the pipeline's own part for a tool that does nothing, in-process
+GOAL_HTTP_RATIO = 2.0  # HTTP execute against the authenticated baseline, one request at a time
 AGENT_KEY = "agent-02"
 TOOLS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("echo", {"text": "bench"}, "bench"),
@@ -92,6 +99,18 @@ async def _direct(
         return latencies
 
 
+@dataclass
+class Row:
+    transport: str
+    tool: str
+    direct: list[float]
+    bridge: list[float]
+    queries: int  # database statements of one bridged call
+    cpu_ms: float  # this process's CPU time per bridged call (all its threads)
+    over_http: list[float] = field(default_factory=list)
+    http_baseline: list[float] = field(default_factory=list)
+
+
 def run(*, tenant: Tenant, api_key: str, db_name: str, seconds: float, http: bool) -> list[str]:
     from django.test import override_settings
 
@@ -100,7 +119,7 @@ def run(*, tenant: Tenant, api_key: str, db_name: str, seconds: float, http: boo
     # The demo's HTTP server listens on 127.0.0.2, which the SSRF guard lets through only when told to
     # (here and in the daphne process, which inherits the environment).
     os.environ["TOOLGATE_SSRF_ALLOW_NETS"] = ALLOW_NETS
-    rows: list[tuple[str, str, list[float], list[float], list[float]]] = []
+    rows: list[Row] = []
     with override_settings(TOOLGATE_SSRF_ALLOW_NETS=ALLOW_NETS), http_server("streamable-http") as url:
         for transport in ("stdio", "streamable-http"):
             rows.extend(_measure(tenant, api_key, db_name, seconds, http, transport, url))
@@ -108,24 +127,61 @@ def run(*, tenant: Tenant, api_key: str, db_name: str, seconds: float, http: boo
         f"MCP bridge vs the SDK directly (bench.mcp_bridge): one call at a time, {seconds:g} s each, "
         "the demo server over stdio and over streamable HTTP",
         "",
-        "| server | tool | direct p50 ms | bridge p50 ms | bridge vs direct | HTTP execute p50 ms "
-        "| HTTP vs direct |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| server | tool | direct p50 ms | bridge p50 ms | added ms | bridge vs direct | queries "
+        "| CPU ms/call | HTTP execute p50 ms | HTTP baseline p50 ms | HTTP vs baseline |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     verdicts = []
-    for transport, tool, direct, bridge, over_http in rows:
-        d, b = _median_ms(direct), _median_ms(bridge)
-        h = f"{_median_ms(over_http):.2f} | {_median_ms(over_http) / d:.2f}x" if over_http else "n/a | n/a"
-        lines.append(f"| {transport} | {tool} | {d:.2f} | {b:.2f} | {b / d:.2f}x | {h} |")
+    for row in rows:
+        d, b = _median_ms(row.direct), _median_ms(row.bridge)
+        h = "n/a | n/a | n/a"
+        if row.over_http:
+            e, base = _median_ms(row.over_http), _median_ms(row.http_baseline)
+            h = f"{e:.2f} | {base:.2f} | {e / base:.2f}x"
+        lines.append(
+            f"| {row.transport} | {row.tool} | {d:.2f} | {b:.2f} | {b - d:.2f} | {b / d:.2f}x "
+            f"| {row.queries} | {row.cpu_ms:.2f} | {h} |"
+        )
         verdict = "meets" if b / d <= GOAL_RATIO else "misses"
-        verdicts.append(f"{transport} {tool}: {b / d:.2f}x ({verdict})")
+        verdicts.append(f"{row.transport} {row.tool}: {b / d:.2f}x ({verdict})")
     lines.append(f"\ngoal: bridge median ≤ {GOAL_RATIO}x direct — " + "; ".join(verdicts))
+    for row in rows:
+        if row.tool != "echo":
+            continue
+        added = _median_ms(row.bridge) - _median_ms(row.direct)
+        verdict = "meets" if added <= GOAL_ADDED_MS else "misses"
+        text = (
+            f"goal ({row.transport} echo): ≤ {GOAL_ADDED_MS:g} ms added in-process — "
+            f"{added:.2f} ms ({verdict})"
+        )
+        if row.over_http:
+            ratio = _median_ms(row.over_http) / _median_ms(row.http_baseline)
+            verdict = "meets" if ratio <= GOAL_HTTP_RATIO else "misses"
+            text += f"; HTTP ≤ {GOAL_HTTP_RATIO:g}x the authenticated baseline — {ratio:.2f}x ({verdict})"
+        lines.append(text)
     return lines
+
+
+def _cpu_per_call(call: Callable[[], None], calls: int = 300) -> float:
+    """Milliseconds of this process's CPU time (every thread: the manager's loop too) per call."""
+    started = time.process_time()
+    for _ in range(calls):
+        call()
+    return (time.process_time() - started) * 1000 / calls
+
+
+def _queries(call: Callable[[], None]) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        call()
+    return len(captured.captured_queries)
 
 
 def _measure(
     tenant: Tenant, api_key: str, db_name: str, seconds: float, http: bool, transport: str, url: str
-) -> list[tuple[str, str, list[float], list[float], list[float]]]:
+) -> list[Row]:
     import httpx
 
     from apps.mcp_grants import client, services
@@ -134,6 +190,7 @@ def _measure(
     from apps.tenants.models import Agent
     from apps.toolkit import gateway
     from bench.http_execute import start_daphne, stop_daphne
+    from bench.urls import AUTHED_BASELINE_PATH
     from tests.mcp.live_servers import stdio_fields
 
     system = Actor.system(tenant)
@@ -160,19 +217,22 @@ def _measure(
                 assert outcome.result.for_llm == expect, outcome.result.for_llm
 
             bridge = _timed(bridged, seconds)
-            over_http: list[float] = []
+            row = Row(transport, tool, direct, bridge, _queries(bridged), _cpu_per_call(bridged))
             if daphne is not None:
                 with httpx.Client(base_url=daphne[1], headers={"Authorization": f"Bearer {api_key}"}) as web:
+                    body = {"agent": AGENT_KEY, "tool": registered, "args": args}
 
-                    def posted(
-                        name: str = registered, args: dict[str, Any] = args, expect: str = expect
-                    ) -> None:
-                        body = {"agent": AGENT_KEY, "tool": name, "args": args}
+                    def posted(body: dict[str, Any] = body, expect: str = expect) -> None:
                         response = web.post("/api/v1/runtime/execute", json=body, timeout=30)
                         assert response.json()["for_llm"] == expect, response.text
 
-                    over_http = _timed(posted, seconds)
-            rows.append((transport, tool, direct, bridge, over_http))
+                    def baseline(body: dict[str, Any] = body) -> None:
+                        response = web.post(AUTHED_BASELINE_PATH, json=body, timeout=30)
+                        assert response.status_code == 200, response.text
+
+                    row.http_baseline = _timed(baseline, seconds)
+                    row.over_http = _timed(posted, seconds)
+            rows.append(row)
     finally:
         if daphne is not None:
             stop_daphne(daphne[0])

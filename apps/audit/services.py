@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db.models.sql import InsertQuery
 
 from apps.audit import context
 from apps.audit.models import AuditEvent, ToolCall
@@ -77,8 +78,10 @@ def record_tool_call(*, actor: Actor, **fields: Any) -> ToolCall:
     """Append the record of one tool call by ``actor`` (the pipeline's, with its arguments already
     scrubbed and bounded) and publish it live as a ``tool_call`` event.
 
-    Two autocommit statements rather than one transaction: the record must land whatever happens to its
-    live event, and a call's latency is mostly round trips to the database."""
+    One round trip: the row's ``INSERT`` and the event's message are one statement
+    (``events.write_and_publish``), since a call's latency is mostly round trips to the database. The
+    record lands whatever happens to its live event: should the event's part fail, the row is written
+    alone."""
     call = ToolCall(
         tenant=actor.tenant,
         actor_kind=actor.kind,
@@ -86,8 +89,20 @@ def record_tool_call(*, actor: Actor, **fields: Any) -> ToolCall:
         request_id=context.current().request_id,
         **fields,
     )
-    call.save(force_insert=True)
-    events.publish(tenant=actor.tenant, topic="tool_calls", type="tool_call", data=serialize_tool_call(call))
+    # The INSERT that ``call.save(force_insert=True)`` runs; compiling it sets ``created_at``.
+    query = InsertQuery(ToolCall)
+    query.insert_values(ToolCall._meta.local_concrete_fields, [call])
+    [(statement, params)] = query.get_compiler(using=DEFAULT_DB_ALIAS).as_sql()
+    events.write_and_publish(
+        statement,
+        params,
+        tenant=actor.tenant,
+        topic="tool_calls",
+        type="tool_call",
+        data=serialize_tool_call(call),
+    )
+    call._state.adding = False
+    call._state.db = DEFAULT_DB_ALIAS
     return call
 
 

@@ -417,13 +417,33 @@ class Manager:
         return asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
 
     def run(self, coro: Awaitable[T], timeout: float) -> T:
-        """Run ``coro`` on the manager's loop from a synchronous caller, waiting at most ``timeout``."""
-        future = self._submit(coro)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise MCPTimeout("timed out") from None
+        """Run ``coro`` on the manager's loop from a synchronous caller, waiting at most ``timeout``.
+
+        The hand-over is one wake-up each way and nothing more: the loop is woken once to start the
+        task, and the caller waits on a plain lock that the task's end releases (no concurrent future,
+        condition variable and chain of callbacks between the two threads)."""
+        done = threading.Lock()
+        done.acquire()
+        started: list[asyncio.Task[T]] = []
+
+        def finished(task: asyncio.Task[T]) -> None:
+            if not task.cancelled():
+                task.exception()  # retrieved here: a call given up on must not log "never retrieved"
+            done.release()
+
+        def start() -> None:
+            task: asyncio.Task[T] = self._loop.create_task(coro)  # type: ignore[arg-type]
+            started.append(task)
+            task.add_done_callback(finished)
+
+        self._loop.call_soon_threadsafe(start)
+        if not done.acquire(timeout=timeout):
+            self._loop.call_soon_threadsafe(lambda: [task.cancel() for task in started])
+            raise MCPTimeout("timed out")
+        [task] = started
+        if task.cancelled():
+            raise concurrent.futures.CancelledError()
+        return task.result()
 
     async def _db_call(self, function: Callable[..., T], *args: Any) -> T:
         def wrapped() -> T:

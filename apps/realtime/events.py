@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from apps.tenants.roles import Role
@@ -140,6 +141,50 @@ def publish(*, tenant: Tenant, topic: str, type: str, data: dict[str, Any]) -> N
         raise ValueError("events for one actor go through publish_to_actor")
     event = build(tenant=tenant, topic=topic, type=type, data=data)
     deliver_after_commit(group_name(tenant.pk, topic), {"type": "toolgate.event", "event": event})
+
+
+def _statement_layer() -> Any:
+    """The channel layer when it can store a message as part of another statement (PostgreSQL)."""
+    layer = get_channel_layer()
+    return layer if layer is not None and hasattr(type(layer), "group_send_statement") else None
+
+
+def write_and_publish(
+    statement: str, params: Sequence[Any], *, tenant: Tenant, topic: str, type: str, data: dict[str, Any]
+) -> None:
+    """Run ``statement`` (one SQL ``INSERT`` that returns nothing) and publish a live event, as
+    :func:`publish` would after it, in one round trip to the database where that is possible.
+
+    On the PostgreSQL layer in autocommit, the write and the event's message are one statement (the
+    write as a data-modifying ``WITH``): both land, or neither. Should the event's part fail, the write
+    runs again alone and the event is lost (logged): a record must never depend on its live event.
+    Inside a transaction, or on another layer, it is the write, then :func:`publish`. Errors of the write
+    itself are raised as they would be without the event."""
+    if topic == ME:
+        raise ValueError("events for one actor go through publish_to_actor")
+    event = build(tenant=tenant, topic=topic, type=type, data=data)
+    group, message = group_name(tenant.pk, topic), {"type": "toolgate.event", "event": event}
+    layer = _statement_layer()
+    conn = transaction.get_connection()
+    if layer is None or conn.in_atomic_block:
+        with conn.cursor() as cursor:
+            cursor.execute(statement, params)
+        deliver_after_commit(group, message)
+        return
+    try:
+        send, send_params = layer.group_send_statement(group, message)
+    except Exception:  # a message that cannot be stored (serialized) must not cost the record
+        logger.exception("could not queue live message %s for %s", message["type"], group)
+        with conn.cursor() as cursor:
+            cursor.execute(statement, params)
+        return
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(f"WITH written AS ({statement}) {send}", [*params, *send_params])
+    except DatabaseError:
+        logger.exception("could not store live message %s for %s with its record", message["type"], group)
+        with conn.cursor() as cursor:  # autocommit: the failed statement left nothing to undo
+            cursor.execute(statement, params)
 
 
 def publish_to_actor(*, tenant: Tenant, kind: str, actor_id: str, type: str, data: dict[str, Any]) -> None:

@@ -225,6 +225,14 @@ class PostgresChannelLayer(UpstreamPostgresChannelLayer):  # type: ignore[misc]
         "published after commit", with no event loop, connection pool or extra connection per call
         (``async_to_sync(group_send)`` from sync code costs a new loop and a new connection each time).
         """
+        query, params = self.group_send_statement(group, message)
+        with connections[self.database_alias].cursor() as cursor:
+            cursor.execute(query, params)
+
+    def group_send_statement(self, group: str, message: dict[str, Any]) -> tuple[str, list[Any]]:
+        """The ``INSERT … SELECT`` (and its parameters) that stores ``message`` for every channel of
+        ``group``, for :meth:`group_send_in_transaction` or to be run as part of another statement (a
+        record and its live event in one round trip, ``apps.realtime.events.write_and_publish``)."""
         assert self.require_valid_group_name(group), "Group name not valid"
         query = (
             f'INSERT INTO "{MESSAGE_TABLE}" (channel, message, expire) '  # noqa: S608 (constant table names)
@@ -232,8 +240,7 @@ class PostgresChannelLayer(UpstreamPostgresChannelLayer):  # type: ignore[misc]
             f'FROM "{GROUP_CHANNEL_TABLE}" WHERE group_key = %s'
         )
         expires = utc_now() + timedelta(seconds=self.expiry)
-        with connections[self.database_alias].cursor() as cursor:
-            cursor.execute(query, [self.serialize(message), expires, self._group_key(group)])
+        return query, [self.serialize(message), expires, self._group_key(group)]
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         """Send ``message`` to every channel of ``group`` with one ``INSERT … SELECT``."""
