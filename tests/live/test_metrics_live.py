@@ -8,6 +8,7 @@ import math
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
@@ -32,10 +33,14 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 @pytest.fixture
-def processes() -> Iterator[LiveProcesses]:
+def processes(tmp_path: Path) -> Iterator[LiveProcesses]:
+    # A metrics directory of their own: the other live processes of the test run (the other xdist worker's
+    # included) write theirs into the shared data directory's, and would move these counters.
+    own = tmp_path / "metrics"
+    own.mkdir()
     processes = LiveProcesses(
         db_name=connection.settings_dict["NAME"],
-        extra_env={"TOOLGATE_METRICS_TOKEN": TOKEN},
+        extra_env={"TOOLGATE_METRICS_TOKEN": TOKEN, "PROMETHEUS_MULTIPROC_DIR": str(own)},
         label="metrics-",
     )
     try:
