@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,24 +186,39 @@ def read_resource(who: For, uri: str) -> types.ReadResourceResult:
         args = {"uri": scrub(uri)[:MAX_URI_CHARS]}
         _record(who, READ_TOOL, args, server, "resources", started, error=error, decision=decision, size=size)
 
-    try:
+    with _recorded(record, scrub):
         server = _route(who, uri)
         for secret in features.secrets(server, who.scope.user_id):
             scrubber.register(secret)
         result = features.read_resource(server, who.scope.user_id, uri)
-        size = _size(list(result.contents))
-        if size > MAX_CONTENT_BYTES:
-            raise FeatureRefused(
-                "too_large",
-                f"Resource {uri!r} of MCP server {server.name!r} is {size} bytes: more than "
-                f"{MAX_CONTENT_BYTES} bytes are not passed on.",
-            )
+        size = _bounded(f"Resource {uri!r}", server, _size(list(result.contents)))
         contents: list[types.TextResourceContents | types.BlobResourceContents] = []
         for item in result.contents:
             if isinstance(item, types.TextResourceContents):
                 contents.append(item.model_copy(update={"text": scrub(item.text)}))
             else:
                 contents.append(item)
+    record(error="", decision=ToolCall.Decision.ALLOWED, size=size)
+    return types.ReadResourceResult(contents=contents)
+
+
+def _bounded(what: str, server: MCPServer, size: int) -> int:
+    """``size``, or :class:`FeatureRefused` when it is over :data:`MAX_CONTENT_BYTES`."""
+    if size > MAX_CONTENT_BYTES:
+        raise FeatureRefused(
+            "too_large",
+            f"{what} of MCP server {server.name!r} is {size} bytes: more than "
+            f"{MAX_CONTENT_BYTES} bytes are not passed on.",
+        )
+    return size
+
+
+@contextmanager
+def _recorded(record: Callable[..., None], scrub: Callable[[str], str]) -> Iterator[None]:
+    """Record a read or get that was refused or failed (its message scrubbed) and raise it as
+    :class:`FeatureRefused`; one that succeeds is recorded by its caller, with its size."""
+    try:
+        yield
     except FeatureRefused as exc:
         message = scrub(str(exc))
         record(error=message, decision=_decision(exc.code), size=0)
@@ -211,8 +227,6 @@ def read_resource(who: For, uri: str) -> types.ReadResourceResult:
         message = scrub(str(exc))
         record(error=message, decision=ToolCall.Decision.ALLOWED, size=0)
         raise FeatureRefused("unavailable", message) from None
-    record(error="", decision=ToolCall.Decision.ALLOWED, size=size)
-    return types.ReadResourceResult(contents=contents)
 
 
 def _decision(code: str) -> str:
@@ -338,31 +352,19 @@ def get_prompt(who: For, name: Any, arguments: Any) -> types.GetPromptResult:
         args: dict[str, Any] = {"name": scrub(name), "arguments": {k: scrub(v) for k, v in sent.items()}}
         _record(who, GET_TOOL, args, server, "prompts", started, error=error, decision=decision, size=size)
 
-    try:
+    with _recorded(record, scrub):
         sent = _check_arguments(arguments)
         server, original = _prompt_target(who, name)
         for secret in features.secrets(server, who.scope.user_id):
             scrubber.register(secret)
         result = features.get_prompt(server, who.scope.user_id, original, sent)
-        size = sum(_block_size(message.content) for message in result.messages)
-        if size > MAX_CONTENT_BYTES:
-            raise FeatureRefused(
-                "too_large",
-                f"Prompt {name!r} of MCP server {server.name!r} is {size} bytes: more than "
-                f"{MAX_CONTENT_BYTES} bytes are not passed on.",
-            )
+        size = _bounded(
+            f"Prompt {name!r}", server, sum(_block_size(message.content) for message in result.messages)
+        )
         messages = [
             message.model_copy(update={"content": _scrub_block(message.content, scrub)})
             for message in result.messages
         ]
-    except FeatureRefused as exc:
-        message = scrub(str(exc))
-        record(error=message, decision=_decision(exc.code), size=0)
-        raise FeatureRefused(exc.code, message) from None
-    except features.FeatureError as exc:
-        message = scrub(str(exc))
-        record(error=message, decision=ToolCall.Decision.ALLOWED, size=0)
-        raise FeatureRefused("unavailable", message) from None
     record(error="", decision=ToolCall.Decision.ALLOWED, size=size)
     description = scrub(result.description) if result.description else result.description
     return types.GetPromptResult(description=description, messages=messages)
