@@ -79,7 +79,7 @@ class CustomToolProvider:
     """Custom tools for the pipeline and the listings. Never claims a catalog, alias, domain or MCP
     name (those are refused as custom tool names, and their owners are asked first anyway)."""
 
-    def owns(self, name: str) -> bool:
+    def owns(self, name: str, tenant: Tenant | None = None) -> bool:
         return bool(_NAME.match(name)) and reserved_name(name) is None
 
     def definitions(

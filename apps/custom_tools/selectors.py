@@ -56,3 +56,8 @@ def effective_tools(*, tenant: Tenant, agent: Agent | None) -> dict[str, CustomT
 def all_names(*, tenant: Tenant) -> list[str]:
     """Every custom tool name of the tenant, enabled or not, any scope (what a policy may name)."""
     return sorted(set(CustomTool.objects.for_tenant(tenant).values_list("name", flat=True)))
+
+
+def tenant_names(tenant: Tenant) -> list[str]:
+    """The names of the tenant's custom tools (an MCP server's tools may not take them)."""
+    return all_names(tenant=tenant)

@@ -17,6 +17,7 @@ from apps.custom_tools import validation
 from apps.custom_tools.errors import CustomToolErrorCode
 from apps.custom_tools.execution import ToolSpec, execute, mask
 from apps.custom_tools.models import DEFAULT_TIMEOUT_SECONDS, CustomTool
+from apps.mcp_grants import selectors as mcp_selectors
 from apps.policy import engine
 from apps.policy.engine import CallScope
 from apps.tenants.actors import Actor
@@ -78,6 +79,14 @@ def _check_free(actor: Actor, name: str, agent: Agent | None, exclude: uuid.UUID
             CustomToolErrorCode.NAME_RESERVED,
             f"name: {reserved} Custom tools cannot take it; choose another name.",
             details={"name": [reserved]},
+        )
+    server = mcp_selectors.registered_tool_names(tenant=actor.tenant).get(name)
+    if server is not None:
+        taken = f"{name!r} is the name of a tool of the MCP server {server!r} (registered without a prefix)."
+        raise Conflict(
+            CustomToolErrorCode.NAME_RESERVED,
+            f"name: {taken} Custom tools cannot take it; choose another name.",
+            details={"name": [taken]},
         )
     same = CustomTool.objects.for_tenant(actor.tenant).filter(name=name)
     same = same.filter(agent_id=agent.pk) if agent is not None else same.filter(agent__isnull=True)

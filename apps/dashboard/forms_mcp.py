@@ -194,6 +194,12 @@ class ServerForm(SecretFieldsForm):
         # Help texts are rendered as HTML.
         help_text="Tools are registered as mcp_&lt;prefix&gt;__&lt;tool&gt;; empty: the server's name.",
     )
+    unprefixed = forms.BooleanField(
+        required=False,
+        label="Tools under their own names",
+        help_text="Register the server's tools without a prefix (the prefix is then unused). A name a "
+        "built-in tool, a custom tool or another server's tool has already is refused.",
+    )
     timeout_sec = forms.IntegerField(
         min_value=1, max_value=MAX_TIMEOUT, initial=60, label="Timeout (seconds)", help_text="Per tool call."
     )
@@ -250,6 +256,7 @@ class ServerForm(SecretFieldsForm):
             "args": "\n".join(shown["args"]),
             "url": shown["url"],
             "tool_prefix": server.tool_prefix,
+            "unprefixed": not server.prefix_tools,
             "timeout_sec": server.timeout_sec,
             "settings": json.dumps(server.settings, indent=2, sort_keys=True),
         }
@@ -272,6 +279,7 @@ class ServerForm(SecretFieldsForm):
             "display_name": data["display_name"],
             "transport": data["transport"],
             "tool_prefix": data["tool_prefix"],
+            "prefix_tools": not data.get("unprefixed", False),
             "timeout_sec": data["timeout_sec"],
             "settings": data["settings"],
         }

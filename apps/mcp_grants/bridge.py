@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.shared.exceptions import MCPError
 
-from apps.mcp_grants import client, naming, reachability, search_mode
+from apps.mcp_grants import client, naming, reachability, search_mode, selectors
 from apps.mcp_grants.models import AgentGrant, MCPServer, MCPServerTool
 from apps.tenants.models import Agent, Tenant
 from apps.toolkit.providers import ExternalTool, ToolRefused
@@ -31,7 +31,9 @@ MAX_BINARY_BYTES = 8 * 1024 * 1024  # images, audio and binary resources of one 
 def definitions(tenant: Tenant, names: Iterable[str]) -> list[dict[str, Any]]:
     """The definitions of the registered MCP tool ``names`` (one query); unknown names are left out."""
     wanted = set(names)
+    unprefixed = selectors.unprefixed_tools(tenant)
     tools = {split[1] for split in map(naming.split, wanted) if split is not None}
+    tools |= {name for name in wanted if name in unprefixed}
     if not tools:
         return []
     result = []
@@ -121,10 +123,13 @@ def target(tenant: Tenant, agent: Agent, user_id: str, name: str) -> Target:
 def not_granted(tenant: Tenant, agent: Agent, user_id: str, name: str) -> str | None:
     """Why ``name``, a tool discovered on one of the tenant's enabled MCP servers, is not this agent's
     (for ``user_id``), and how to ask for it; None when ``name`` is no such tool or the agent has it."""
-    if naming.split(name) is None or name in _reachable(tenant, agent, user_id).targets:
+    unprefixed = selectors.unprefixed_tools(tenant)
+    if (naming.split(name) is None and name not in unprefixed) or name in _reachable(
+        tenant, agent, user_id
+    ).targets:
         return None
     servers = list(MCPServer.objects.for_tenant(tenant).filter(enabled=True))
-    found = naming.parse(name, servers)
+    found = naming.parse(name, servers, {n: s for n, s in unprefixed.items() if s.enabled})
     if found is None:
         return None
     server, tool = found
@@ -157,8 +162,12 @@ class MCPProvider:
     """MCP tools for the pipeline and the listings (``apps.toolkit.providers``), and the search tool of
     search mode (:mod:`apps.mcp_grants.search_mode`)."""
 
-    def owns(self, name: str) -> bool:
-        return name == search_mode.TOOL_NAME or naming.split(name) is not None
+    def owns(self, name: str, tenant: Tenant | None = None) -> bool:
+        """A prefixed name (``mcp_<server>__<tool>``), the search tool, or, with ``tenant``, the own
+        name of a tool of one of its unprefixed servers."""
+        if name == search_mode.TOOL_NAME or naming.split(name) is not None:
+            return True
+        return tenant is not None and name in selectors.unprefixed_tools(tenant)
 
     def listed(
         self, names: list[str], *, tenant: Tenant, agent: Agent, user_id: str, session_key: str

@@ -51,6 +51,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import PaginatedRequestParams
 from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
+from apps.mcp_grants import collisions
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
 from apps.realtime import events
 from apps.tenants.services import config_changed
@@ -817,6 +818,8 @@ def record_status(endpoint: Endpoint, status: str, health: dict[str, Any], publi
     if server is None:
         return
     publish = publish or server.status != status
+    if server.tool_conflicts:  # the status says which discovered tools are not registered, and why
+        health = {**health, "tool_conflicts": [c.get("reason", "") for c in server.tool_conflicts][:20]}
     servers.filter(pk=server.pk).update(status=status, last_health=health)
     if publish:
         events.publish(
@@ -828,7 +831,9 @@ def record_status(endpoint: Endpoint, status: str, health: dict[str, Any], publi
 
 
 def store_tools(endpoint: Endpoint, tools: list[ToolInfo]) -> bool:
-    """Make the server's stored tools those discovered; True (and ``config_changed``) when they changed."""
+    """Make the server's stored tools those discovered; True (and ``config_changed``) when they changed.
+    A tool whose registered name is taken (``collisions``) is left out, and the server's
+    ``tool_conflicts`` (shown with its status) say which and why; the others are stored."""
     with transaction.atomic():
         server = (
             MCPServer.objects.select_for_update()
@@ -840,7 +845,19 @@ def store_tools(endpoint: Endpoint, tools: list[ToolInfo]) -> bool:
             return False
         rows = {t.name: t for t in MCPServerTool.objects.for_tenant(server.tenant).filter(server=server)}
         wanted = {t.name: t for t in tools}
+        refused = collisions.conflicts(server.tenant, server, wanted)
+        for name in refused:
+            del wanted[name]
+        conflicts = [{"tool": name, "reason": refused[name]} for name in sorted(refused)]
         changed = False
+        if conflicts != (server.tool_conflicts or []):
+            health = {k: v for k, v in (server.last_health or {}).items() if k != "tool_conflicts"}
+            if conflicts:
+                health["tool_conflicts"] = [c["reason"] for c in conflicts][:20]
+            MCPServer.objects.for_tenant(server.tenant).filter(pk=server.pk).update(
+                tool_conflicts=conflicts, last_health=health
+            )
+            changed = True
         for name, row in rows.items():
             if name not in wanted:
                 row.delete()
@@ -867,7 +884,12 @@ def store_tools(endpoint: Endpoint, tools: list[ToolInfo]) -> bool:
                 tenant=server.tenant,
                 topic="mcp",
                 type="mcp.server.tools",
-                data={"id": str(server.pk), "name": server.name, "tools": sorted(wanted)},
+                data={
+                    "id": str(server.pk),
+                    "name": server.name,
+                    "tools": sorted(wanted),
+                    "tool_conflicts": conflicts,
+                },
             )
     return changed
 

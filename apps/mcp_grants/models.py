@@ -81,6 +81,11 @@ class MCPServer(SecretMappings, TenantScoped):
     env_encrypted = EncryptedTextField(blank=True, default="")
     api_key = EncryptedTextField(blank=True, default="")
     tool_prefix = models.CharField(max_length=50, blank=True, default="")
+    # Off: the server's tools keep their own names (``naming``); a name that collides with a built-in
+    # tool, a custom tool or another server's tool is not registered (``collisions``).
+    prefix_tools = models.BooleanField(default=True)
+    # Discovered tools left unregistered because their names collide: ``[{"tool", "reason"}]``.
+    tool_conflicts = models.JSONField(default=list, blank=True)
     timeout_sec = models.PositiveIntegerField(default=60)
     # A stdio server runs in a jail; with this off (the default) the jail has no network at all.
     network = models.BooleanField(default=False)

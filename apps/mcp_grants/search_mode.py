@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import TYPE_CHECKING, Any
 
 import snowballstemmer
 from django.core.cache import cache
 from rank_bm25 import BM25Okapi
 
-from apps.mcp_grants import naming
+from apps.mcp_grants import naming, selectors
 from apps.toolkit.results import ToolResult
 
 if TYPE_CHECKING:
@@ -66,13 +66,15 @@ DEFINITION: dict[str, Any] = {
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def is_mcp(name: str) -> bool:
-    return naming.split(name) is not None
+def is_mcp(name: str, unprefixed: Container[str] = ()) -> bool:
+    """Whether ``name`` is an MCP tool's: prefixed, or one of ``unprefixed`` (the own names of the
+    tenant's unprefixed servers' tools, ``selectors.unprefixed_tools``)."""
+    return naming.split(name) is not None or name in unprefixed
 
 
-def active(names: Iterable[str]) -> bool:
+def active(names: Iterable[str], unprefixed: Container[str] = ()) -> bool:
     """Whether these (allowed, reachable) names put an agent in search mode."""
-    return sum(1 for name in names if is_mcp(name)) > THRESHOLD
+    return sum(1 for name in names if is_mcp(name, unprefixed)) > THRESHOLD
 
 
 def _key(tenant: Tenant, agent: Agent, user_id: str, session_key: str) -> str:
@@ -95,9 +97,10 @@ def listed(names: list[str], *, tenant: Tenant, agent: Agent, user_id: str, sess
     """The allowed external ``names`` a listing shows: in search mode (more than THRESHOLD MCP tools
     and the search tool allowed) the search tool and the activated MCP tools; otherwise all of them but
     the search tool."""
-    if TOOL_NAME in names and active(names):
+    unprefixed = selectors.unprefixed_tools(tenant)
+    if TOOL_NAME in names and active(names, unprefixed):
         keep = activated(tenant, agent, user_id, session_key)
-        return [n for n in names if not is_mcp(n) or n in keep]
+        return [n for n in names if not is_mcp(n, unprefixed) or n in keep]
     return [n for n in names if n != TOOL_NAME]
 
 

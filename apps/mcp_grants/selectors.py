@@ -4,11 +4,14 @@ read."""
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from django.db.models import Count
 
+from apps.mcp_grants import naming
 from apps.mcp_grants.models import (
     AccessRequest,
     AgentGrant,
@@ -45,6 +48,56 @@ def server_list(*, tenant: Tenant) -> TenantQuerySet[MCPServer]:
 def server_tools(*, tenant: Tenant, server: MCPServer) -> TenantQuerySet[MCPServerTool]:
     """The tools discovered on ``server``, by name."""
     return MCPServerTool.objects.for_tenant(tenant).filter(server_id=server.pk).order_by("name", "id")
+
+
+_UNPREFIXED: OrderedDict[tuple[object, int], dict[str, MCPServer]] = OrderedDict()
+_UNPREFIXED_SIZE = 256
+_UNPREFIXED_LOCK = threading.Lock()
+
+
+def unprefixed_tools(tenant: Tenant) -> dict[str, MCPServer]:
+    """The registered names of the tenant's unprefixed servers' tools (their own names), each with its
+    server (enabled or not). Kept per process for the tenant's ``config_version``, which every change
+    of a server or of its discovered tools raises."""
+    key = (tenant.pk, tenant.config_version)
+    with _UNPREFIXED_LOCK:
+        hit = _UNPREFIXED.get(key)
+        if hit is not None:
+            _UNPREFIXED.move_to_end(key)
+            return hit
+    found: dict[str, MCPServer] = {}
+    servers = {s.pk: s for s in MCPServer.objects.for_tenant(tenant).filter(prefix_tools=False)}
+    if servers:
+        for server_id, name in (
+            MCPServerTool.objects.for_tenant(tenant)
+            .filter(server_id__in=list(servers))
+            .order_by("name", "id")
+            .values_list("server_id", "name")
+        ):
+            found.setdefault(name, servers[server_id])
+    with _UNPREFIXED_LOCK:
+        _UNPREFIXED[key] = found
+        while len(_UNPREFIXED) > _UNPREFIXED_SIZE:
+            _UNPREFIXED.popitem(last=False)
+    return found
+
+
+def registered_tool_names(*, tenant: Tenant, exclude_server: MCPServer | None = None) -> dict[str, str]:
+    """Every registered MCP tool name of the tenant (prefixed or not), each with its server's name;
+    without ``exclude_server``'s."""
+    servers = {s.pk: s for s in MCPServer.objects.for_tenant(tenant)}
+    if exclude_server is not None:
+        servers.pop(exclude_server.pk, None)
+    names: dict[str, str] = {}
+    for server_id, tool in (
+        MCPServerTool.objects.for_tenant(tenant)
+        .filter(server_id__in=list(servers))
+        .order_by("name", "id")
+        .values_list("server_id", "name")
+    ):
+        server = servers[server_id]
+        names.setdefault(naming.registered_name(server, tool), server.name)
+    return names
 
 
 # --- grants and credentials ------------------------------------------------------------------------------

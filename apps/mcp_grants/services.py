@@ -15,11 +15,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.audit.services import record_and_publish
-from apps.mcp_grants import naming, validation
+from apps.mcp_grants import collisions, naming, validation
 from apps.mcp_grants.models import (
     AccessRequest,
     AgentGrant,
     MCPServer,
+    MCPServerTool,
     UserCredential,
     UserGrant,
     server_name_validator,
@@ -44,6 +45,7 @@ SERVER_FIELDS = (
     "env",
     "api_key",
     "tool_prefix",
+    "prefix_tools",
     "timeout_sec",
     "network",
     "settings",
@@ -75,7 +77,9 @@ def server_data(server: MCPServer) -> dict[str, Any]:
         "env": sorted(server.env),
         "has_api_key": bool(server.api_key),
         "tool_prefix": server.tool_prefix,
-        "registered_prefix": naming.server_prefix(server),
+        "prefix_tools": server.prefix_tools,
+        "registered_prefix": naming.registered_prefix(server),
+        "tool_conflicts": list(server.tool_conflicts or []),
         "timeout_sec": server.timeout_sec,
         "network": server.network,
         "settings": server.settings,
@@ -95,8 +99,13 @@ def _check_name(name: Any) -> str:
 
 
 def _check_prefix_free(actor: Actor, server: MCPServer) -> None:
+    """A prefixed server's prefix is no other prefixed server's; an unprefixed server's discovered tools
+    take no name that is taken (``collisions``)."""
+    if not server.prefix_tools:
+        _check_names_free(actor, server)
+        return
     prefix = naming.server_prefix(server)
-    others = MCPServer.objects.for_tenant(actor.tenant).exclude(pk=server.pk)
+    others = MCPServer.objects.for_tenant(actor.tenant).exclude(pk=server.pk).filter(prefix_tools=True)
     for other in others:
         if naming.server_prefix(other) == prefix:
             raise Conflict(
@@ -105,10 +114,26 @@ def _check_prefix_free(actor: Actor, server: MCPServer) -> None:
             )
 
 
+def _check_names_free(actor: Actor, server: MCPServer) -> None:
+    if server.pk is None:
+        return  # nothing discovered yet: discovery checks each tool (``client.store_tools``)
+    tools = MCPServerTool.objects.for_tenant(actor.tenant).filter(server_id=server.pk)
+    found = collisions.conflicts(actor.tenant, server, tools.values_list("name", flat=True))
+    if found:
+        raise Conflict(
+            ErrorCode.CONFLICT,
+            f"prefix_tools: {collisions.summary(found)} Keep its tools prefixed, or rename or remove the "
+            "other tool first.",
+            details={"prefix_tools": [found[tool] for tool in sorted(found)][:20]},
+        )
+
+
 def _apply(server: MCPServer, fields: dict[str, Any]) -> None:
     errors = validation.check_server(fields)
     if not isinstance(fields.get("network", False), bool):
         errors = {**errors, "network": ["true or false."]}
+    if not isinstance(fields.get("prefix_tools", True), bool):
+        errors = {**errors, "prefix_tools": ["true or false."]}
     if errors:
         raise invalid_fields(errors)
     for key in SERVER_FIELDS:
@@ -120,7 +145,8 @@ def _current_fields(server: MCPServer) -> dict[str, Any]:
     return {key: getattr(server, key) for key in SERVER_FIELDS}
 
 
-# A change to any of these reaches the server differently (or again): its tools are discovered anew.
+# A change to any of these reaches the server differently (or again), or names its tools differently
+# (``prefix_tools``: which of them collide changes): its tools are discovered anew.
 CONNECTION_FIELDS = frozenset(SERVER_FIELDS) - {"display_name", "tool_prefix", "settings"}
 
 

@@ -1,6 +1,11 @@
 """The MCP tools the policy engine knows: registered names and the groups ``mcp`` and ``mcp:<server>``,
 and ``mcp_tool_search`` in ``mcp`` for agents in search mode (:mod:`apps.mcp_grants.search_mode`).
 
+A registered name is ``mcp_<prefix>__<tool>``, or the tool's own name for a server registered without a
+prefix (``naming``): a pattern such as ``mcp_<server>__*`` selects a prefixed server's tools only; the
+group ``mcp:<server>`` (and ``mcp``) holds every server's, prefixed or not, and an unprefixed server's
+tool is named by its own name. Either way an agent reaches a server's tools only through its grant.
+
 With an agent: what that agent (and user) can reach (:func:`apps.mcp_grants.reachability.accessible`); with
 ``agent=None``: every discovered tool of the tenant, so that a saved policy may name any of them (and
 every server's group, tools or not). A name
@@ -47,7 +52,7 @@ def mcp_source(
         names.extend(kept)
     # Search mode: the search tool joins the MCP tools when an agent has very many (with agent=None,
     # always, so that a saved policy may name it).
-    if agent is None or search_mode.active(names):
+    if agent is None or search_mode.active(names, unprefixed=set(names)):
         names.append(search_mode.TOOL_NAME)
     groups[GROUP] = names  # always defined, so that a policy may name it before any server exists
     return names, groups

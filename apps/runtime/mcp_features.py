@@ -295,10 +295,31 @@ def list_prompts(who: For) -> list[types.Prompt]:
 
 
 def _prompt_target(who: For, name: str) -> tuple[MCPServer, str]:
-    found = naming.parse(name, visible_servers(who, "prompts"))
-    if found is None:
+    """The server and original name of the registered prompt ``name``: by its prefix (``mcp_<prefix>__``),
+    or, for a server registered without one, by asking the visible unprefixed servers which of them
+    lists a prompt of that very name (two: refused, naming both)."""
+    servers = visible_servers(who, "prompts")
+    found = naming.parse(name, servers)
+    if found is not None:
+        return found
+    owners: list[MCPServer] = []
+    for server in servers:
+        if naming.is_prefixed(server):
+            continue
+        try:
+            prompts, _ = features.list_prompts(server, who.scope.user_id)
+        except features.FeatureError:
+            continue
+        if any(prompt.name == name for prompt in prompts):
+            owners.append(server)
+    if len(owners) > 1:
+        listed = ", ".join(repr(server.name) for server in owners)
+        raise FeatureRefused(
+            "conflict", f"Prompt {name!r} is offered by several MCP servers without a prefix ({listed})."
+        )
+    if not owners:
         raise FeatureRefused("not_found", f"Prompt {name!r} not found among this agent's MCP prompts.")
-    return found
+    return owners[0], name
 
 
 def _check_arguments(arguments: Any) -> dict[str, str]:

@@ -394,7 +394,7 @@ class _Call:
     def _back_external(self, ctx: CallContext, name: str, args: dict[str, Any]) -> CallOutcome:
         """Steps 6-7 for a tool outside the catalog (MCP, custom, …): its provider checks access again
         at call time and gives the schema the arguments are validated against, then the tool runs."""
-        provider = providers.provider_for(name)
+        provider = providers.provider_for(name, self.actor.tenant)
         try:
             if provider is None:
                 raise providers.ToolRefused("unknown_tool", f"{name}: no provider serves this tool.")

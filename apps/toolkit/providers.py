@@ -39,7 +39,10 @@ class ExternalTool:
 
 
 class Provider(Protocol):
-    def owns(self, name: str) -> bool: ...
+    def owns(self, name: str, tenant: Tenant | None = None) -> bool:
+        """Whether ``name`` is this provider's; with ``tenant``, also the names only that tenant has
+        (an MCP server registered without a prefix gives its tools their own names)."""
+        ...
 
     def definitions(
         self, tenant: Tenant, names: Iterable[str], agent: Agent | None = None
@@ -58,8 +61,9 @@ def register(provider: Provider) -> Provider:
     return provider
 
 
-def provider_for(name: str) -> Provider | None:
-    return next((p for p in _PROVIDERS if p.owns(name)), None)
+def provider_for(name: str, tenant: Tenant | None = None) -> Provider | None:
+    """The provider of ``name`` (for ``tenant``: its own names count too); earlier ones first."""
+    return next((p for p in _PROVIDERS if p.owns(name, tenant)), None)
 
 
 def listed(names: list[str], *, tenant: Tenant, agent: Agent, user_id: str, session_key: str) -> list[str]:
@@ -76,7 +80,7 @@ def not_granted(tenant: Tenant, agent: Agent, user_id: str, name: str) -> str | 
     """Why ``name``, a tool the tenant has but ``agent`` (for ``user_id``) was not granted, cannot be
     called, and how access is asked for; None when no provider knows it so (an unknown name). A
     provider with a ``not_granted`` method answers for its own names."""
-    provider = provider_for(name)
+    provider = provider_for(name, tenant)
     explain = getattr(provider, "not_granted", None)
     return explain(tenant, agent, user_id, name) if explain is not None else None
 
@@ -86,7 +90,7 @@ def definitions(tenant: Tenant, names: Iterable[str], agent: Agent | None = None
     ``agent``, the definitions that agent gets (a provider may serve one name differently per agent)."""
     by_provider: dict[int, tuple[Provider, list[str]]] = {}
     for name in names:
-        provider = provider_for(name)
+        provider = provider_for(name, tenant)
         if provider is not None:
             by_provider.setdefault(id(provider), (provider, []))[1].append(name)
     result = [

@@ -56,7 +56,7 @@ def admin(tenant_a: Tenant, agent: Agent) -> str:
     return factories.make_api_key(tenant_a, Role.ADMIN)
 
 
-def library(tenant: Tenant, name: str = "lib") -> MCPServer:
+def library(tenant: Tenant, name: str = "lib", **fields: Any) -> MCPServer:
     return mcp_services.server_create(
         actor=Actor.system(tenant),
         name=name,
@@ -64,6 +64,7 @@ def library(tenant: Tenant, name: str = "lib") -> MCPServer:
         command=sys.executable,
         args=[str(LIBRARY), "stdio"],
         env={"LIBRARY_TOKEN": TOKEN},
+        **fields,
     )
 
 
@@ -339,6 +340,39 @@ def test_completion_is_asked_of_the_server_that_offers_the_prompt_or_template(ba
     unknown = completion(url, member, types.PromptReference(name="summarize"), "topic", "h")
     assert isinstance(unknown, MCPError)
     assert unknown.error.data["code"] == "not_found"
+
+
+def test_an_unprefixed_servers_prompts_keep_their_names_and_a_name_two_offer_is_refused(
+    base, tenant_a, agent, member, admin
+):
+    system = Actor.system(tenant_a)
+    plain = library(tenant_a, "plain", prefix_tools=False)
+    mcp_services.agent_grant_set(actor=system, server=plain, agent=agent)
+    url = endpoint(base)
+    assert prompt_names(url, member) == ["summarize", "token_prompt"]
+
+    summary = get(url, member, "summarize", {"topic": "lakes", "words": "9"})
+    assert isinstance(summary, types.GetPromptResult)
+    assert [getattr(m.content, "text", None) for m in summary.messages] == ["Summarize lakes in 9 words."]
+    record = ToolCall.objects.for_tenant(tenant_a).get(tool="prompts/get")
+    assert record.args["server"] == "plain"
+    assert (record.resolved_tool, record.status) == ("mcp_plain__{prompts}", "ok")
+    assert completion(url, member, types.PromptReference(name="summarize"), "topic", "ho") == ["horses"]
+
+    # The policy decides them by the server's own namespace name, as for a prefixed server.
+    put_policy(base, admin, {"deny": ["mcp_plain__*"]})
+    assert prompt_names(url, member) == []
+    put_policy(base, admin, {"deny": []})
+
+    # A second unprefixed server offering the same prompt names: listed twice, got by neither.
+    twin = library(tenant_a, "twin", prefix_tools=False)
+    mcp_services.agent_grant_set(actor=system, server=twin, agent=agent)
+    assert prompt_names(url, member) == ["summarize", "token_prompt", "summarize", "token_prompt"]
+    clash = get(url, member, "summarize", {"topic": "x"})
+    assert isinstance(clash, MCPError)
+    assert clash.error.data["code"] == "conflict"
+    assert "'plain'" in clash.error.message
+    assert "'twin'" in clash.error.message
 
 
 def test_a_viewer_lists_but_does_not_get_and_another_tenant_sees_nothing(base, tenant_a, tenant_b, granted):

@@ -58,7 +58,19 @@ class ServerFieldsInput(StrictSerializer):
     headers = StringMapField(required=False, write_only=True, help_text="write-only; replaces all headers")
     env = StringMapField(required=False, write_only=True, help_text="write-only; replaces the environment")
     api_key = _secret(required=False, help_text="write-only; an empty string removes it")
-    tool_prefix = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    tool_prefix = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="tools are registered as mcp_<tool_prefix>__<tool>; empty: mcp_<server name>__<tool>",
+    )
+    prefix_tools = FlagField(
+        required=False,
+        help_text="true (the default): the server's tools are registered with its prefix; false: under "
+        "their own names (tool_prefix unused). A name that is a built-in tool's, a custom tool's or "
+        "another server's tool's of the tenant is refused: 409 here for tools discovered already, and "
+        "left out (listed in tool_conflicts) when discovered later",
+    )
     timeout_sec = WholeNumberField(required=False)
     network = FlagField(
         required=False,
@@ -90,7 +102,17 @@ class ServerOutput(serializers.Serializer):  # type: ignore[type-arg]
     env = serializers.ListField(child=serializers.CharField(), help_text="variable names (values never)")
     has_api_key = serializers.BooleanField()
     tool_prefix = serializers.CharField()
-    registered_prefix = serializers.CharField(help_text="tools are registered as <registered_prefix>__<tool>")
+    prefix_tools = serializers.BooleanField(
+        help_text="false: the server's tools are registered under their own names"
+    )
+    registered_prefix = serializers.CharField(
+        help_text="tools are registered as <registered_prefix>__<tool>; empty when prefix_tools is false "
+        "(registered as <tool>)"
+    )
+    tool_conflicts = serializers.ListField(
+        child=serializers.DictField(child=serializers.CharField()),
+        help_text="discovered tools not registered because their names collide: {tool, reason} each",
+    )
     timeout_sec = serializers.IntegerField()
     network = serializers.BooleanField()
     settings = serializers.JSONField()
@@ -123,7 +145,9 @@ class ServerOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 class ServerToolOutput(serializers.Serializer):  # type: ignore[type-arg]
     name = serializers.CharField(help_text="the tool's own name on the server")
-    registered_name = serializers.CharField(help_text="its name for agents: mcp_<server>__<tool>")
+    registered_name = serializers.CharField(
+        help_text="its name for agents: mcp_<prefix>__<tool>, or <tool> for a server with prefix_tools false"
+    )
     description = serializers.CharField()
     input_schema = serializers.JSONField()
     discovered_at = serializers.DateTimeField()
