@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.shared.exceptions import MCPError
 
-from apps.mcp_grants import client, naming, reachability, search_mode, selectors
+from apps.mcp_grants import client, naming, notices, reachability, search_mode, selectors
 from apps.mcp_grants.models import AgentGrant, MCPServer, MCPServerTool
 from apps.tenants.models import Agent, Tenant
 from apps.toolkit.providers import ExternalTool, ToolRefused
@@ -203,9 +203,12 @@ def run(ctx: CallContext, name: str, found: Target, args: dict[str, Any]) -> Too
     endpoint = client.endpoint_for(server, client.credential_for(server, ctx.user_id))
     for secret in endpoint.secrets:
         ctx.scrubber.register(secret)
+    listener = notices.scrubbed_by(notices.current(), ctx.scrubber.scrub)
     mgr = client.manager()
     try:
-        result = mgr.run(mgr.call(endpoint, found.tool, args), endpoint.timeout + client.CONNECT_TIMEOUT + 5)
+        result = mgr.run(
+            mgr.call(endpoint, found.tool, args, listener), endpoint.timeout + client.CONNECT_TIMEOUT + 5
+        )
     except client.MCPTimeout as exc:
         return ToolResult.error(
             f"MCP tool {name} {exc} (server {server.name!r}); the server may be busy or hung. Try again "

@@ -51,7 +51,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import PaginatedRequestParams
 from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
-from apps.mcp_grants import collisions
+from apps.mcp_grants import collisions, notices
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
 from apps.realtime import events
 from apps.tenants.services import config_changed
@@ -259,10 +259,13 @@ def _errlog(endpoint: Endpoint) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def _open(endpoint: Endpoint, ended: asyncio.Event | None = None) -> Any:
+async def _open(
+    endpoint: Endpoint, ended: asyncio.Event | None = None, inflight: notices.InFlight | None = None
+) -> Any:
     """A connected and initialized :class:`ClientSession` (the caller bounds the time). ``ended`` is set
     as soon as the server's side of the connection ends: for a stdio server, the moment its process
-    exits (its output closes), without waiting for a ping or a call to fail."""
+    exits (its output closes), without waiting for a ping or a call to fail. The server's log messages
+    go to ``inflight`` (the call they belong to, when that can be told)."""
     async with contextlib.AsyncExitStack() as stack:
         if endpoint.transport == MCPServer.Transport.STDIO:
             # The server runs in a jail of its own (apps.toolkit.jail): its directory is /workspace,
@@ -293,7 +296,13 @@ async def _open(endpoint: Endpoint, ended: asyncio.Event | None = None) -> Any:
         read = streams[0]
         if ended is not None:
             read = await _watched(stack, streams[0], ended)
-        session = await stack.enter_async_context(ClientSession(read, streams[1]))
+        session = await stack.enter_async_context(
+            ClientSession(
+                read,
+                streams[1],
+                logging_callback=inflight.on_log if inflight is not None else None,
+            )
+        )
         await session.initialize()
         yield session
 
@@ -391,6 +400,7 @@ class _Connection:
     connected_at: float = 0.0
     checked_at: float = field(default_factory=time.monotonic)
     tools: list[ToolInfo] = field(default_factory=list)
+    inflight: notices.InFlight = field(default_factory=notices.InFlight)
 
     @property
     def alive(self) -> bool:
@@ -503,7 +513,7 @@ class Manager:
     async def _hold(self, conn: _Connection, ready: asyncio.Future[ClientSession]) -> None:
         ended = asyncio.Event()
         try:
-            async with _open(conn.endpoint, ended) as session:
+            async with _open(conn.endpoint, ended, conn.inflight) as session:
                 if not ready.done():
                     ready.set_result(session)
                 # Until the connection is closed on purpose, or the server's side ends (a stdio server's
@@ -669,12 +679,27 @@ class Manager:
 
     # --- calls
 
-    async def call(self, endpoint: Endpoint, tool: str, args: dict[str, Any]) -> Any:
-        """``tools/call`` on the reused session, within the server's timeout (connecting included)."""
+    async def call(
+        self, endpoint: Endpoint, tool: str, args: dict[str, Any], listener: notices.Listener | None = None
+    ) -> Any:
+        """``tools/call`` on the reused session, within the server's timeout (connecting included);
+        ``listener`` hears the call's progress and log messages (``notices``)."""
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            if listener is not None:
+                listener.on_progress(progress, total, message)
+
+        wants_progress = listener is not None and listener.progress is not None
         return await self.request(
             endpoint,
-            lambda session, remaining: session.call_tool(tool, args, read_timeout_seconds=remaining),
+            lambda session, remaining: session.call_tool(
+                tool,
+                args,
+                read_timeout_seconds=remaining,
+                progress_callback=progress if wants_progress else None,
+            ),
             "call",
+            listener,
         )
 
     async def request(
@@ -682,15 +707,18 @@ class Manager:
         endpoint: Endpoint,
         send: Callable[[ClientSession, float], Awaitable[T]],
         what: str = "request",
+        listener: notices.Listener | None = None,
     ) -> T:
         """``send(session, seconds left)`` on the reused session (``resources/read``, ``prompts/get`` …),
         within the server's timeout (connecting included); a lost connection is reported and reconnected
-        like a tool call's. ``what`` names the request in errors."""
+        like a tool call's. ``what`` names the request in errors; ``listener`` hears the server's log
+        messages meanwhile, when they can only be this request's (``notices.InFlight``)."""
         deadline = time.monotonic() + endpoint.timeout
         conn, session = await self.session(endpoint, min(deadline, time.monotonic() + CONNECT_TIMEOUT))
         remaining = max(0.1, deadline - time.monotonic())
         try:
-            return await asyncio.wait_for(send(session, remaining), remaining + 1)
+            with conn.inflight.during(listener):
+                return await asyncio.wait_for(send(session, remaining), remaining + 1)
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 raise MCPTimeout(f"timed out after {endpoint.timeout:g}s") from None

@@ -58,6 +58,9 @@ _COMMON = {
     "prompts-get-embedded-resource",
     "prompts-get-with-image",
     "completion-complete",
+    "logging-set-level",
+    "tools-call-with-logging",
+    "tools-call-with-progress",
 }
 PASSING: dict[str, set[str]] = {
     "2025-06-18": _COMMON,

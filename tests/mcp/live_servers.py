@@ -21,6 +21,7 @@ DEMO_TOOLS = frozenset(
     {
         "add",
         "captioned",
+        "chatty",
         "counter",
         "echo",
         "env",

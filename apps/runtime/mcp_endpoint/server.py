@@ -10,18 +10,24 @@ none.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
+from django.core.cache import cache
 from django.db import close_old_connections
+from mcp.server.connection import allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from apps.audit import context as request_context
+from apps.mcp_grants import notices
 from apps.policy.engine import CallScope
 from apps.runtime import mcp_features, pipeline
 from apps.runtime.approval_wait import finish_after_decision
@@ -30,6 +36,8 @@ from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
 from apps.tenants.roles import Role
 from apps.toolkit import gateway, presentation
+
+logger = logging.getLogger(__name__)
 
 CALLER_KEY = "toolgate.mcp_caller"
 # The origin of every call made over MCP: the key's own (``user`` unless an owner restricted the key), as
@@ -91,10 +99,12 @@ def _definitions(caller: Caller) -> list[dict[str, Any]]:
 
 
 def _begin(
-    caller: Caller, name: str, arguments: dict[str, Any]
+    caller: Caller, name: str, arguments: dict[str, Any], relay: _Relay | None = None
 ) -> gateway.CallOutcome | pipeline.PendingCall:
     token = _bind(caller)
     try:
+        if relay is not None:
+            relay.listener.levels = log_levels(caller, relay.ctx.protocol_version, relay.ctx.meta)
         return pipeline.call(
             actor=caller.actor,
             request=gateway.CallRequest(
@@ -148,9 +158,93 @@ async def call_tool(
             message=f"Tool name is longer than {MAX_TOOL_NAME_CHARS} characters.",
             data={"code": "invalid"},
         )
-    step = await sync_to_async(_begin)(caller, params.name, dict(params.arguments or {}))
-    outcome = step if isinstance(step, gateway.CallOutcome) else await finish_after_decision(step)
+    relay = _Relay(ctx)
+    try:
+        with notices.listening(relay.listener):
+            step = await sync_to_async(_begin)(caller, params.name, dict(params.arguments or {}), relay)
+            outcome = step if isinstance(step, gateway.CallOutcome) else await finish_after_decision(step)
+    finally:
+        await relay.drain()
     return to_mcp_result(outcome)
+
+
+class _Relay:
+    """A bridged server's progress and log messages during one ``tools/call``, sent to this request's
+    client on the request's own stream (an SSE response; a client that asked for a JSON response gets
+    none), in the order they came, before the result. Progress needs the client's ``progressToken``;
+    log messages are those at the client's level or above (:func:`log_levels`)."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self.ctx = ctx
+        self.loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue[tuple[str, tuple[Any, ...]] | None] = asyncio.Queue()
+        self.token = _progress_token(ctx)
+        self.listener = notices.Listener(
+            progress=self._progress if self.token is not None else None, log=self._log
+        )
+        self.task = self.loop.create_task(self._send())
+
+    def _progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, ("progress", (progress, total, message)))
+
+    def _log(self, level: str, data: Any, logger: str | None) -> None:
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, ("log", (level, data, logger)))
+
+    async def _send(self) -> None:
+        session, request_id = self.ctx.session, self.ctx.request_id
+        while (item := await self.queue.get()) is not None:
+            kind, values = item
+            try:
+                if kind == "progress":
+                    assert self.token is not None
+                    progress, total, message = values
+                    await session.send_progress_notification(
+                        self.token, progress, total, message, related_request_id=str(request_id)
+                    )
+                else:
+                    level, data, name = values
+                    await session.send_log_message(level, data, name, related_request_id=request_id)
+            except Exception:  # the client went away: the call still finishes and is recorded
+                logger.debug("MCP endpoint: a notification could not be sent", exc_info=True)
+
+    async def drain(self) -> None:
+        """Send what is queued (everything the call said before it returned), then stop."""
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, None)
+        await self.task
+
+
+def _progress_token(ctx: ServerRequestContext[Any, Any]) -> str | int | None:
+    meta: Any = ctx.meta or {}
+    token = meta.get("progressToken", meta.get("progress_token"))
+    return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+
+LOG_LEVEL_SECONDS = 24 * 3600  # how long a ``logging/setLevel`` is remembered
+DEFAULT_LOG_LEVEL = "info"
+
+
+def _log_level_key(caller: Caller) -> str:
+    return f"mcp-log-level:{caller.actor.tenant.pk}:{caller.actor.id}:{caller.agent.key}"
+
+
+def log_levels(caller: Caller, protocol_version: str, meta: Any) -> frozenset[str]:
+    """The log levels a call's client hears. On 2026-07-28 the request says (``_meta``
+    ``io.modelcontextprotocol/logLevel``; none without it). On the handshake versions, the level of
+    the last ``logging/setLevel`` by the same key for the same agent (the endpoint is stateless: the
+    level is remembered per key and agent, a day), else ``info``."""
+    if protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return frozenset(allowed_log_levels(protocol_version, meta))
+    return notices.at_least(cache.get(_log_level_key(caller)) or DEFAULT_LOG_LEVEL)
+
+
+async def set_logging_level(
+    ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+) -> types.EmptyResult:
+    """``logging/setLevel`` (viewers and up): the level of the log messages this key's later calls to
+    the agent's tools hear from their servers."""
+    caller = _caller(ctx)
+    await sync_to_async(cache.set)(_log_level_key(caller), str(params.level), LOG_LEVEL_SECONDS)
+    return types.EmptyResult()
 
 
 def to_mcp_result(outcome: gateway.CallOutcome) -> types.CallToolResult:
@@ -358,4 +452,5 @@ def build() -> Server[Any]:
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
         on_completion=complete,
+        on_set_logging_level=set_logging_level,
     )

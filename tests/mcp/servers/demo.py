@@ -14,7 +14,7 @@ import socket
 import sys
 
 import mcp_types as types
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from pydantic import BaseModel
@@ -130,6 +130,17 @@ def kinds(env_name: str = "") -> list[types.ContentBlock]:
             uri="demo://later", name="later", description="read it later", mime_type="text/plain"
         ),
     ]
+
+
+@server.tool(description="Report progress and log at three levels while it runs; the messages name a secret.")
+async def chatty(ctx: Context, steps: int = 3, env_name: str = "") -> str:
+    secret = os.environ.get(env_name, "") if env_name else ""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step} of {steps} with {secret}")
+    await ctx.debug(f"debug detail {secret}", logger_name="demo")
+    await ctx.info({"event": "halfway", "secret": secret}, logger_name="demo")
+    await ctx.warning(f"careful with {secret}", logger_name="demo")
+    return f"done in {steps} steps"
 
 
 @server.tool(description="The value of an environment variable of the server process.")
