@@ -301,6 +301,8 @@ async def _open(
                 read,
                 streams[1],
                 logging_callback=inflight.on_log if inflight is not None else None,
+                sampling_callback=inflight.on_sampling if inflight is not None else None,
+                elicitation_callback=inflight.on_elicitation if inflight is not None else None,
             )
         )
         await session.initialize()

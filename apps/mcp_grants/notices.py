@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,9 @@ class Listener:
 
     progress: Callable[[float, float | None, str | None], None] | None = None
     log: Callable[[str, Any, str | None], None] | None = None
+    # Asks the caller's client (``"sampling"`` or ``"elicitation"``, with the request's params, scrubbed);
+    # awaited on the connection's loop. None: there is no client to ask.
+    ask: Callable[[str, Any], Awaitable[Any]] | None = None
     levels: frozenset[str] = frozenset()
     scrub: Callable[[str], str] = str
     sent: int = 0
@@ -63,6 +66,12 @@ class Listener:
         text = self.scrub(message[:MAX_NOTICE_CHARS]) if message else message
         self.progress(progress, total, text)
 
+    async def on_ask(self, kind: str, params: Any) -> Any:
+        assert self.ask is not None
+        wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        scrubbed = type(params).model_validate(_walk(wire, self.scrub))
+        return await self.ask(kind, scrubbed)
+
     def on_log(self, level: str, data: Any, logger: str | None) -> None:
         if self.log is None or level not in self.levels or not self._room():
             return
@@ -78,17 +87,17 @@ def _scrubbed(data: Any, scrub: Callable[[str], str]) -> Any:
         text = str(data)
     if len(text) > MAX_NOTICE_CHARS:
         return scrub(text[:MAX_NOTICE_CHARS]) + " [truncated]"
+    return _walk(data, scrub)
 
-    def walk(value: Any) -> Any:
-        if isinstance(value, str):
-            return scrub(value)
-        if isinstance(value, dict):
-            return {scrub(str(k)): walk(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [walk(v) for v in value]
-        return value
 
-    return walk(data)
+def _walk(value: Any, scrub: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {scrub(str(k)): _walk(v, scrub) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_walk(v, scrub) for v in value]
+    return value
 
 
 _current: contextvars.ContextVar[Listener | None] = contextvars.ContextVar("mcp_call_listener", default=None)
@@ -136,6 +145,35 @@ class InFlight:
             if listener is not None:
                 self.listeners.remove(listener)
 
+    def _sole(self) -> Listener | None:
+        """The listener of the one request in flight; None when there are several (whose a message is
+        cannot be told) or it has none."""
+        return self.listeners[0] if self.requests == 1 and len(self.listeners) == 1 else None
+
     async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
-        if self.requests == 1 and len(self.listeners) == 1:  # otherwise whose it is cannot be told
-            self.listeners[0].on_log(str(params.level), params.data, params.logger)
+        listener = self._sole()
+        if listener is not None:
+            listener.on_log(str(params.level), params.data, params.logger)
+
+    async def on_sampling(self, context: Any, params: types.CreateMessageRequestParams) -> Any:
+        """A server's ``sampling/createMessage``: relayed to the client of the call it came during, or
+        refused when there is none to ask (Toolgate runs no model of its own)."""
+        listener = self._sole()
+        if listener is None or listener.ask is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=NO_CLIENT_SAMPLING)
+        return await listener.on_ask("sampling", params)
+
+    async def on_elicitation(self, context: Any, params: types.ElicitRequestParams) -> Any:
+        """A server's ``elicitation/create``: relayed like sampling, or declined when there is no client
+        to ask (nobody is there to answer it)."""
+        listener = self._sole()
+        if listener is None or listener.ask is None:
+            return types.ElicitResult(action="decline")
+        return await listener.on_ask("elicitation", params)
+
+
+NO_CLIENT_SAMPLING = (
+    "Sampling needs the MCP client of the call, and none can be asked here (a call not made through "
+    "Toolgate's MCP endpoint, an endpoint request on protocol 2026-07-28, or several calls at once on "
+    "this connection). Toolgate runs no model of its own."
+)

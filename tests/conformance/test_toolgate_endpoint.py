@@ -61,10 +61,18 @@ _COMMON = {
     "logging-set-level",
     "tools-call-with-logging",
     "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
 }
 PASSING: dict[str, set[str]] = {
     "2025-06-18": _COMMON,
-    "2025-11-25": _COMMON | {"dns-rebinding-protection", "json-schema-2020-12"},
+    "2025-11-25": _COMMON
+    | {
+        "dns-rebinding-protection",
+        "json-schema-2020-12",
+        "elicitation-sep1034-defaults",
+        "elicitation-sep1330-enums",
+    },
 }
 FROM_SERVER = {
     "tools-call-simple-text": "This is a simple text response for testing.",

@@ -20,6 +20,7 @@ DEMO = Path(__file__).resolve().parent / "servers" / "demo.py"
 DEMO_TOOLS = frozenset(
     {
         "add",
+        "ask_name",
         "captioned",
         "chatty",
         "counter",
@@ -32,6 +33,7 @@ DEMO_TOOLS = frozenset(
         "pid",
         "pixel",
         "probe",
+        "sample",
         "sleep",
         "whoami",
     }

@@ -51,7 +51,7 @@ from rest_framework.serializers import CharField, ChoiceField
 from apps.audit import context as request_context
 from apps.policy.engine import CallScope
 from apps.runtime import caller
-from apps.runtime.mcp_endpoint import server
+from apps.runtime.mcp_endpoint import relay, server
 from apps.tenants import database
 from apps.tenants.access import access_runtime_agent
 from apps.tenants.api.parsers import strict_json
@@ -203,7 +203,7 @@ class _Managers:
 
     @staticmethod
     async def _serve(ready: asyncio.Future[StreamableHTTPSessionManager]) -> None:
-        manager = StreamableHTTPSessionManager(
+        manager = relay.RelaySessionManager(
             app=server.build(),
             stateless=True,
             security_settings=transport_security(),
@@ -257,7 +257,7 @@ async def _refuse(
     await send({"type": "http.response.body", "body": body})
 
 
-async def _strict_body(receive: Any) -> tuple[Refusal | None, Any]:
+async def _strict_body(receive: Any) -> tuple[Refusal | None, Any, bytes]:
     """Read the request body and hold it to the execute route's JSON rules (no non-finite numbers or
     duplicate keys, bounded nesting; a NUL character goes on to the pipeline, which refuses the call as
     invalid and records it, as it does for the REST API): a refusal, or None and a ``receive`` that
@@ -280,7 +280,7 @@ async def _strict_body(receive: Any) -> tuple[Refusal | None, Any]:
             strict_json(body.decode("utf-8"), allow_nul=True)
         except (exceptions.ParseError, UnicodeDecodeError) as exc:
             detail = exc.detail if isinstance(exc, exceptions.ParseError) else f"JSON parse error - {exc}"
-            return Refusal(400, ErrorCode.MALFORMED_JSON, str(detail), {}), receive
+            return Refusal(400, ErrorCode.MALFORMED_JSON, str(detail), {}), receive, b""
     replayed = False
 
     async def replay() -> Any:
@@ -290,7 +290,7 @@ async def _strict_body(receive: Any) -> tuple[Refusal | None, Any]:
         replayed = True
         return {"type": "http.request", "body": body, "more_body": more}
 
-    return None, replay
+    return None, replay, body if not more else b""
 
 
 class MCPEndpoint:
@@ -341,9 +341,15 @@ class MCPEndpoint:
                         # and no session to end (DELETE); the transport's answer for both is 405.
                         await _refuse(send_with_id, NOT_POST, allow=b"POST")
                         return
-                    refused, receive = await _strict_body(receive)
+                    refused, receive, body = await _strict_body(receive)
                     if refused is not None:
                         await _refuse(send_with_id, refused, rpc_code=PARSE_ERROR)
+                        return
+                    reply = relay.reply_of(body)
+                    if reply is not None:  # a client's answer to a request of Toolgate's (``relay``)
+                        await relay.deliver(str(found.actor.tenant.pk), str(found.actor.id), reply)
+                        await send_with_id({"type": "http.response.start", "status": 202, "headers": []})
+                        await send_with_id({"type": "http.response.body", "body": b""})
                         return
                     manager = await self._managers.get()
                     await manager.handle_request({**scope, server.CALLER_KEY: found}, receive, send_with_id)

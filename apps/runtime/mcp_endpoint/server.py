@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from mcp.server.connection import allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from apps.audit import context as request_context
@@ -180,9 +182,38 @@ class _Relay:
         self.queue: asyncio.Queue[tuple[str, tuple[Any, ...]] | None] = asyncio.Queue()
         self.token = _progress_token(ctx)
         self.listener = notices.Listener(
-            progress=self._progress if self.token is not None else None, log=self._log
+            progress=self._progress if self.token is not None else None,
+            log=self._log,
+            ask=self._ask if ctx.session.can_send_request else None,
         )
         self.task = self.loop.create_task(self._send())
+
+    def _ask(self, kind: str, params: Any) -> Awaitable[Any]:
+        """Ask this call's client (from the connection's loop): the request goes out on this call's
+        stream; its answer comes back as a POST of its own (``relay``)."""
+        future = asyncio.run_coroutine_threadsafe(self._request(kind, params), self.loop)
+        return asyncio.wrap_future(future)
+
+    async def _request(self, kind: str, params: Any) -> Any:
+        request: types.ServerRequest
+        result: type[types.CreateMessageResult] | type[types.ElicitResult]
+        if kind == "sampling":
+            request, result = types.CreateMessageRequest(params=params), types.CreateMessageResult
+        else:
+            request, result = types.ElicitRequest(params=params), types.ElicitResult
+        try:
+            return await self.ctx.session.send_request(
+                request,
+                result,
+                request_read_timeout_seconds=ASK_SECONDS,
+                metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id),
+            )
+        except MCPError as exc:
+            return types.ErrorData(code=exc.error.code, message=exc.error.message)
+        except TimeoutError:
+            return types.ErrorData(
+                code=types.REQUEST_TIMEOUT, message=f"The client did not answer within {ASK_SECONDS:g}s."
+            )
 
     def _progress(self, progress: float, total: float | None, message: str | None) -> None:
         self.loop.call_soon_threadsafe(self.queue.put_nowait, ("progress", (progress, total, message)))
@@ -219,6 +250,7 @@ def _progress_token(ctx: ServerRequestContext[Any, Any]) -> str | int | None:
     return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
 
+ASK_SECONDS = 300.0  # how long a relayed sampling or elicitation request waits for the client's answer
 LOG_LEVEL_SECONDS = 24 * 3600  # how long a ``logging/setLevel`` is remembered
 DEFAULT_LOG_LEVEL = "info"
 

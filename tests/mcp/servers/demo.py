@@ -143,6 +143,28 @@ async def chatty(ctx: Context, steps: int = 3, env_name: str = "") -> str:
     return f"done in {steps} steps"
 
 
+class Name(BaseModel):
+    name: str
+
+
+@server.tool(description="Ask the user for a name (elicitation); the question names a secret.")
+async def ask_name(ctx: Context, env_name: str = "") -> str:
+    secret = os.environ.get(env_name, "") if env_name else ""
+    answer = await ctx.elicit(f"Your name, please ({secret})", schema=Name)
+    if answer.action == "accept" and answer.data is not None:
+        return f"hello {answer.data.name}"
+    return f"no name: {answer.action}"
+
+
+@server.tool(description="Ask the client's model for a haiku (sampling).")
+async def sample(ctx: Context, topic: str) -> str:
+    message = types.SamplingMessage(role="user", content=types.TextContent(text=f"A haiku about {topic}"))
+    result = await ctx.session.create_message(  # type: ignore[call-overload]
+        [message], max_tokens=50, related_request_id=ctx.request_id
+    )
+    return f"model said: {getattr(result.content, 'text', '')}"
+
+
 @server.tool(description="The value of an environment variable of the server process.")
 def env(name: str) -> str:
     return os.environ.get(name, "")
