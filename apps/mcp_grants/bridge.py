@@ -41,13 +41,18 @@ def definitions(tenant: Tenant, names: Iterable[str]) -> list[dict[str, Any]]:
         registered = naming.registered_name(row.server, row.name)
         if registered in wanted:
             wanted.discard(registered)
-            result.append(
-                {
-                    "name": registered,
-                    "description": row.description or f"{row.name} (MCP server {row.server.name})",
-                    "parameters": row.input_schema or EMPTY_SCHEMA,
-                }
-            )
+            definition: dict[str, Any] = {
+                "name": registered,
+                "description": row.description or f"{row.name} (MCP server {row.server.name})",
+                "parameters": row.input_schema or EMPTY_SCHEMA,
+            }
+            if row.title:
+                definition["title"] = row.title
+            if row.output_schema is not None:
+                definition["output_schema"] = row.output_schema
+            if row.annotations:
+                definition["annotations"] = row.annotations
+            result.append(definition)
     return sorted(result, key=lambda d: str(d["name"]))
 
 

@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,9 +50,9 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment, std
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import PaginatedRequestParams
-from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT, ResourceUpdatedNotification
 
-from apps.mcp_grants import collisions, notices
+from apps.mcp_grants import collisions, notices, subscriptions
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
 from apps.realtime import events
 from apps.tenants.services import config_changed
@@ -260,12 +261,21 @@ def _errlog(endpoint: Endpoint) -> Any:
 
 @contextlib.asynccontextmanager
 async def _open(
-    endpoint: Endpoint, ended: asyncio.Event | None = None, inflight: notices.InFlight | None = None
+    endpoint: Endpoint,
+    ended: asyncio.Event | None = None,
+    inflight: notices.InFlight | None = None,
+    updated: Callable[[str], Awaitable[None]] | None = None,
 ) -> Any:
     """A connected and initialized :class:`ClientSession` (the caller bounds the time). ``ended`` is set
     as soon as the server's side of the connection ends: for a stdio server, the moment its process
     exits (its output closes), without waiting for a ping or a call to fail. The server's log messages
-    go to ``inflight`` (the call they belong to, when that can be told)."""
+    go to ``inflight`` (the call they belong to, when that can be told); ``updated(uri)`` hears its
+    ``notifications/resources/updated``."""
+
+    async def on_message(message: Any) -> None:
+        if updated is not None and isinstance(message, ResourceUpdatedNotification):
+            await updated(str(message.params.uri))
+
     async with contextlib.AsyncExitStack() as stack:
         if endpoint.transport == MCPServer.Transport.STDIO:
             # The server runs in a jail of its own (apps.toolkit.jail): its directory is /workspace,
@@ -303,6 +313,7 @@ async def _open(
                 logging_callback=inflight.on_log if inflight is not None else None,
                 sampling_callback=inflight.on_sampling if inflight is not None else None,
                 elicitation_callback=inflight.on_elicitation if inflight is not None else None,
+                message_handler=on_message,
             )
         )
         await session.initialize()
@@ -336,6 +347,19 @@ class ToolInfo:
     name: str
     description: str
     input_schema: dict[str, Any]
+    title: str = ""
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] = field(default_factory=dict)
+
+    def stored(self) -> dict[str, Any]:
+        """The fields of an ``MCPServerTool`` row that discovery keeps up to date."""
+        return {
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "title": self.title,
+            "output_schema": self.output_schema,
+            "annotations": self.annotations,
+        }
 
 
 def _tool_infos(listed: Any) -> list[ToolInfo]:
@@ -348,7 +372,16 @@ def _tool_infos(listed: Any) -> list[ToolInfo]:
         schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
         if len(json.dumps(schema, default=str)) > MAX_SCHEMA_BYTES:
             schema = {"type": "object"}
-        result.append(ToolInfo(tool.name, (tool.description or "")[:MAX_DESCRIPTION], schema))
+        output = tool.output_schema if isinstance(tool.output_schema, dict) else None
+        if output is not None and len(json.dumps(output, default=str)) > MAX_SCHEMA_BYTES:
+            output = None  # left out: clients then take the structured content as it comes
+        hints = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {}
+        if len(json.dumps(hints, default=str)) > MAX_SCHEMA_BYTES:
+            hints = {}
+        title = (tool.title or "")[:200]
+        result.append(
+            ToolInfo(tool.name, (tool.description or "")[:MAX_DESCRIPTION], schema, title, output, hints)
+        )
     return result
 
 
@@ -458,6 +491,17 @@ class Manager:
             raise concurrent.futures.CancelledError()
         return task.result()
 
+    async def _updated(self, conn: _Connection, uri: str) -> None:
+        """A resource of the connection's server changed: tell its subscribers (``subscriptions``)."""
+        endpoint = conn.endpoint
+        try:
+            groups = await self._db_call(
+                subscriptions.groups_of, endpoint.tenant_id, endpoint.server_id, endpoint.user_id, uri[:2048]
+            )
+            await subscriptions.send(groups, uri[:2048])
+        except Exception:
+            logger.warning("MCP server %s: an update of %s was not passed on", endpoint.name, uri[:200])
+
     async def _db_call(self, function: Callable[..., T], *args: Any) -> T:
         def wrapped() -> T:
             close_old_connections()
@@ -515,7 +559,7 @@ class Manager:
     async def _hold(self, conn: _Connection, ready: asyncio.Future[ClientSession]) -> None:
         ended = asyncio.Event()
         try:
-            async with _open(conn.endpoint, ended, conn.inflight) as session:
+            async with _open(conn.endpoint, ended, conn.inflight, partial(self._updated, conn)) as session:
                 if not ready.done():
                     ready.set_result(session)
                 # Until the connection is closed on purpose, or the server's side ends (a stdio server's
@@ -894,19 +938,15 @@ def store_tools(endpoint: Endpoint, tools: list[ToolInfo]) -> bool:
                 changed = True
         for name, info in wanted.items():
             existing = rows.get(name)
+            fields = info.stored()
             if existing is None:
-                MCPServerTool.objects.create(
-                    tenant=server.tenant,
-                    server=server,
-                    name=name,
-                    description=info.description,
-                    input_schema=info.input_schema,
-                )
+                MCPServerTool.objects.create(tenant=server.tenant, server=server, name=name, **fields)
                 changed = True
-            elif existing.description != info.description or existing.input_schema != info.input_schema:
-                existing.description, existing.input_schema = info.description, info.input_schema
+            elif any(getattr(existing, key) != value for key, value in fields.items()):
+                for key, value in fields.items():
+                    setattr(existing, key, value)
                 existing.discovered_at = timezone.now()
-                existing.save(update_fields=["description", "input_schema", "discovered_at", "updated_at"])
+                existing.save(update_fields=[*fields, "discovered_at", "updated_at"])
                 changed = True
         if changed:
             config_changed(server.tenant)

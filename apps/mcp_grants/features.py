@@ -162,3 +162,21 @@ def complete(
         ),
         "completion/complete",
     )
+
+
+def subscribe(server: MCPServer, user_id: str, uri: str) -> None:
+    """``resources/subscribe`` of ``uri`` on the server's connection."""
+    _request(
+        server, user_id, lambda session, remaining: session.subscribe_resource(uri), "resources/subscribe"
+    )
+
+
+def unsubscribe(server: MCPServer, user_id: str, uri: str) -> None:
+    _request(
+        server, user_id, lambda session, remaining: session.unsubscribe_resource(uri), "resources/unsubscribe"
+    )
+
+
+def credential_user(server: MCPServer, user_id: str) -> str:
+    """The user whose own credentials the server's connection for ``user_id`` uses ("" for none)."""
+    return client.endpoint_for(server, client.credential_for(server, user_id)).user_id

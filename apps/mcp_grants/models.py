@@ -116,6 +116,11 @@ class MCPServerTool(TenantScoped):
     name = models.CharField(max_length=255)
     description = models.TextField(blank=True, default="")
     input_schema = models.JSONField(default=dict, blank=True)
+    # As the server lists them (MCP ``title``, ``outputSchema``, ``annotations``), passed on to MCP
+    # clients: the annotations are the server's own claims (hints), which no decision of Toolgate's uses.
+    title = models.CharField(max_length=200, blank=True, default="")
+    output_schema = models.JSONField(null=True, blank=True)
+    annotations = models.JSONField(default=dict, blank=True)
     discovered_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -224,3 +229,25 @@ class UserCredential(SecretMappings, TenantScoped):
 
     def __str__(self) -> str:
         return f"{self.server_id}:{self.user_id}"
+
+
+class ResourceSubscription(TenantScoped):
+    """A client's ``resources/subscribe`` of one resource of a server, through ``/mcp/<agent>/``: who
+    (the API key or user, for which agent) hears ``notifications/resources/updated`` for ``uri`` on
+    its update stream (``apps.mcp_grants.subscriptions``). ``credential_user`` is the user whose own
+    credentials the server's connection uses ("" for the server's)."""
+
+    server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey("tenants.Agent", on_delete=models.CASCADE, related_name="+")
+    actor_id = models.CharField(max_length=64)
+    credential_user = models.CharField(max_length=255, blank=True, default="")
+    uri = models.CharField(max_length=2048)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["server", "agent", "actor_id", "credential_user", "uri"],
+                name="mcp_subscription_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["server", "credential_user", "uri"], name="mcp_subscription_uri")]

@@ -23,7 +23,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +31,8 @@ import mcp_types as types
 
 from apps.audit.models import ToolCall
 from apps.audit.services import record_tool_call
-from apps.mcp_grants import features, naming
-from apps.mcp_grants.models import MCPServer
+from apps.mcp_grants import features, naming, subscriptions
+from apps.mcp_grants.models import MCPServer, ResourceSubscription
 from apps.policy import engine
 from apps.policy.engine import CallScope
 from apps.policy.universe import Universe
@@ -136,22 +136,29 @@ def _unchanged(text: str) -> str:
     return text
 
 
-def _route(who: For, uri: str) -> MCPServer:
+def _route(who: For, uri: str, *, listed_only: bool = False) -> MCPServer:
+    """The one visible server that offers ``uri``: the only one there is (which then answers for the
+    URI itself), or the one that lists it or a template it matches. ``listed_only``: the only one too
+    must list it (a subscription to a URI no server offers would watch nothing)."""
     servers = visible_servers(who, "resources")
     if not servers:
         raise FeatureRefused("not_found", f"Resource {uri!r} not found: this agent has no MCP resources.")
-    if len(servers) == 1:
+    if len(servers) == 1 and not listed_only:
         return servers[0]
     owners: list[MCPServer] = []
     for server in servers:
         try:
             listed, _ = features.list_resources(server, who.scope.user_id)
+        except features.FeatureError:
+            continue
+        if any(str(resource.uri) == uri for resource in listed):
+            owners.append(server)
+            continue
+        try:  # a server may have resources and no templates (the method is then unknown to it)
             templates, _ = features.list_resource_templates(server, who.scope.user_id)
         except features.FeatureError:
             continue
-        if any(str(resource.uri) == uri for resource in listed) or any(
-            _template_pattern(template.uri_template).match(uri) for template in templates
-        ):
+        if any(_template_pattern(template.uri_template).match(uri) for template in templates):
             owners.append(server)
     if not owners:
         raise FeatureRefused("not_found", f"Resource {uri!r} not found on this agent's MCP servers.")
@@ -273,6 +280,51 @@ def _record(
         provider=who.scope.provider[:100],
         subagent_depth=who.scope.subagent_depth,
     )
+
+
+# --- subscriptions ---------------------------------------------------------------------------------------
+
+
+def _check_uri(uri: Any) -> str:
+    if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_CHARS or "\x00" in uri:
+        raise FeatureRefused("invalid", f"uri: 1 to {MAX_URI_CHARS} characters, without NUL.")
+    return uri
+
+
+def subscribe(who: For, uri: Any) -> None:
+    """``resources/subscribe``: the one visible server that offers ``uri`` (as for a read) is asked to
+    watch it, and this key (or user) hears its updates for this agent on ``GET /mcp/<agent>/``
+    (``apps.mcp_grants.subscriptions``). Subscribing again changes nothing."""
+    uri = _check_uri(uri)
+    server = _route(who, uri, listed_only=True)
+    user = features.credential_user(server, who.scope.user_id)
+    try:
+        first = subscriptions.add(server, who.agent, who.actor.id, user, uri)
+    except subscriptions.TooMany as exc:
+        raise FeatureRefused("too_many", str(exc)) from None
+    try:
+        features.subscribe(server, who.scope.user_id, uri)  # the server's own, idempotent
+    except features.FeatureError as exc:
+        if first:
+            subscriptions.remove(server, who.agent, who.actor.id, user, uri)
+        raise FeatureRefused("unavailable", str(exc)) from None
+
+
+def unsubscribe(who: For, uri: Any) -> None:
+    """``resources/unsubscribe``: this key's (or user's) subscription of ``uri`` for this agent ends; the
+    server stops watching when no one else here still subscribes. Unknown: ``not_found``."""
+    uri = _check_uri(uri)
+    rows = ResourceSubscription.objects.for_tenant(who.actor.tenant).filter(
+        agent=who.agent, actor_id=who.actor.id, uri=uri
+    )
+    found = list(rows.select_related("server"))
+    if not found:
+        raise FeatureRefused("not_found", f"No subscription of {uri!r} for this key and agent.")
+    for row in found:
+        _, last = subscriptions.remove(row.server, who.agent, who.actor.id, row.credential_user, uri)
+        if last:
+            with suppress(features.FeatureError):  # the row is gone: updates stop anyway
+                features.unsubscribe(row.server, who.scope.user_id, uri)
 
 
 # --- prompts and completion ----------------------------------------------------------------------------

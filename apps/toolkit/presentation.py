@@ -40,10 +40,24 @@ def render(definitions: list[dict[str, Any]], fmt: Format) -> list[dict[str, Any
             {"name": d["name"], "description": d["description"], "input_schema": d["parameters"]}
             for d in definitions
         ]
-    return [
-        {"name": d["name"], "description": d["description"], "inputSchema": d["parameters"]}
-        for d in definitions
-    ]
+    return [_mcp(d) for d in definitions]
+
+
+# What an MCP tool definition carries besides name, description and input schema, when its server
+# listed it (``apps.mcp_grants``): passed on as MCP names them.
+_MCP_EXTRAS = (("title", "title"), ("output_schema", "outputSchema"), ("annotations", "annotations"))
+
+
+def _mcp(definition: dict[str, Any]) -> dict[str, Any]:
+    tool = {
+        "name": definition["name"],
+        "description": definition["description"],
+        "inputSchema": definition["parameters"],
+    }
+    for key, wire in _MCP_EXTRAS:
+        if key in definition:
+            tool[wire] = definition[key]
+    return tool
 
 
 def catalog_document() -> dict[str, Any]:

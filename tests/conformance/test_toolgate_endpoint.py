@@ -63,6 +63,8 @@ _COMMON = {
     "tools-call-with-progress",
     "tools-call-sampling",
     "tools-call-elicitation",
+    "resources-subscribe",
+    "resources-unsubscribe",
 }
 PASSING: dict[str, set[str]] = {
     "2025-06-18": _COMMON,

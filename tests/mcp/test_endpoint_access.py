@@ -229,19 +229,20 @@ def test_each_response_carries_a_request_id_that_the_tool_call_keeps(base, tenan
     assert ToolCall.objects.for_tenant(tenant_a).get().request_id == "mcp-trace-0001"
 
 
-def test_only_post_is_served_after_authentication(base, keys):
+def test_post_and_the_update_stream_are_served_after_authentication(base, keys):
     url = endpoint(base)
     with httpx.Client(timeout=30) as client:
         anonymous = client.get(url, headers={"Accept": "text/event-stream"})
         assert rpc_error(anonymous, 401, "not_authenticated")
-        for method in ("GET", "DELETE", "PUT"):
-            response = client.request(
-                method,
-                url,
-                headers={"Accept": "text/event-stream", "Authorization": f"Bearer {keys['member']}"},
+        authorized = {"Authorization": f"Bearer {keys['member']}"}
+        for method, accept in (("GET", "application/json"), ("DELETE", "text/event-stream"), ("PUT", "*/*")):
+            response = client.request(method, url, headers={"Accept": accept, **authorized})
+            assert rpc_error(response, 405, "method_not_allowed").startswith(
+                "Only POST, and GET of the update stream (Accept: text/event-stream), are served"
             )
-            assert (
-                rpc_error(response, 405, "method_not_allowed")
-                == "Only POST is served: this endpoint is stateless."
-            )
-            assert response.headers["allow"] == "POST"
+            assert response.headers["allow"] == "GET, POST"
+        # GET with an SSE Accept is the key's update stream (resource subscriptions): it opens.
+        with client.stream("GET", url, headers={"Accept": "text/event-stream", **authorized}) as stream:
+            assert stream.status_code == 200
+            assert stream.headers["content-type"] == "text/event-stream"
+            assert next(stream.iter_lines()) == ": updates"

@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from apps.accounts import services
 from apps.audit.models import ToolCall
+from apps.mcp_grants import client as mcp_client
 from apps.mcp_grants import services as mcp_services
 from apps.mcp_grants.models import MCPServer, MCPServerTool
 from apps.tenants.actors import Actor
@@ -436,3 +437,46 @@ def test_a_tools_every_kind_of_content_reaches_the_client_block_by_block_scrubbe
     assert isinstance(link, types.ResourceLink)
     assert (str(link.uri), link.name, link.description) == ("demo://later", "later", "read it later")
     assert TOKEN not in result.model_dump_json()
+
+
+@pytest.mark.usefixtures("mcp_connections")
+def test_a_tools_title_output_schema_and_annotations_are_listed_and_its_structured_result_checked(
+    base, tenant_a, agent, member
+):
+    demo = mcp_services.server_create(
+        actor=Actor.system(tenant_a),
+        name="demo",
+        transport="stdio",
+        command=sys.executable,
+        args=[str(DEMO), "stdio"],
+    )
+    mcp_services.agent_grant_set(actor=Actor.system(tenant_a), server=demo, agent=agent)
+    mcp_client.refresh(demo)  # discovery, as the worker runs it
+    stored = MCPServerTool.objects.for_tenant(tenant_a).get(server=demo, name="add")
+    assert stored.title == "Adder"
+    assert stored.annotations == {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}
+    assert (stored.output_schema or {}).get("required") == ["total", "terms"]
+
+    async def go() -> tuple[list[types.Tool], types.CallToolResult]:
+        async with session(endpoint(base), member, read_timeout=120) as client:
+            listed = (await client.list_tools()).tools
+            # The SDK's client checks the structured result against the listed output schema.
+            return listed, await client.call_tool("mcp_demo__add", {"a": 2, "b": 3})
+
+    listed, result = asyncio.run(go())
+    add = next(tool for tool in listed if tool.name == "mcp_demo__add")
+    assert add.title == "Adder"
+    assert add.output_schema == stored.output_schema
+    assert add.annotations is not None
+    assert (add.annotations.read_only_hint, add.annotations.open_world_hint) == (True, False)
+    echo = next(tool for tool in listed if tool.name == "mcp_demo__echo")
+    assert (echo.title, echo.output_schema, echo.annotations) == (None, stored_output(tenant_a, "echo"), None)
+    assert not result.is_error
+    assert result.structured_content == {"total": 5, "terms": [2, 3]}
+    with rest(base, member) as http:
+        rest_tools = http.get("/api/v1/agents/bot/tools", params={"format": "mcp"}).json()["tools"]
+    assert next(t for t in rest_tools if t["name"] == "mcp_demo__add")["annotations"]["readOnlyHint"] is True
+
+
+def stored_output(tenant: Tenant, name: str) -> Any:
+    return MCPServerTool.objects.for_tenant(tenant).get(name=name).output_schema

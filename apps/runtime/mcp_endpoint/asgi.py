@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.exceptions import TooManyFieldsSent
 from django.db import InterfaceError, OperationalError, close_old_connections
@@ -49,6 +50,7 @@ from rest_framework import exceptions
 from rest_framework.serializers import CharField, ChoiceField
 
 from apps.audit import context as request_context
+from apps.mcp_grants import subscriptions
 from apps.policy.engine import CallScope
 from apps.runtime import caller
 from apps.runtime.mcp_endpoint import relay, server
@@ -229,7 +231,53 @@ def _header(scope: dict[str, Any], name: bytes) -> str:
 
 
 DATABASE_UNAVAILABLE = Refusal(503, "database_unavailable", database.MESSAGE, {})
-NOT_POST = Refusal(405, ErrorCode.METHOD_NOT_ALLOWED, "Only POST is served: this endpoint is stateless.", {})
+NOT_POST = Refusal(
+    405,
+    ErrorCode.METHOD_NOT_ALLOWED,
+    "Only POST, and GET of the update stream (Accept: text/event-stream), are served: this endpoint is "
+    "stateless.",
+    {},
+)
+KEEPALIVE_SECONDS = 15.0
+
+
+async def _stream_updates(found: server.Caller, receive: Any, send: Any) -> None:
+    """``GET``: the stream of this key's (or user's) updates for this agent, as SSE: the
+    ``notifications/resources/updated`` of the resources it subscribed to (``apps.mcp_grants.
+    subscriptions``), from whichever web worker's server connection they come; a comment every
+    :data:`KEEPALIVE_SECONDS`. It holds no database connection, and ends when the client goes."""
+    layer = get_channel_layer()
+    assert layer is not None, "settings.CHANNEL_LAYERS is always configured"
+    channel = await layer.new_channel()
+    group = subscriptions.group(str(found.actor.tenant.pk), str(found.actor.id), found.agent.key)
+    await layer.group_add(group, channel)
+    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-store")]
+
+    async def disconnect() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    gone = asyncio.ensure_future(disconnect())
+    getter: asyncio.Future[Any] = asyncio.ensure_future(layer.receive(channel))
+    try:
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b": updates\n\n", "more_body": True})
+        while not gone.done():
+            await asyncio.wait({getter, gone}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                event = getter.result()
+                getter = asyncio.ensure_future(layer.receive(channel))
+                message = {"jsonrpc": "2.0", "method": event.get("method"), "params": event.get("params")}
+                body = f"event: message\ndata: {json.dumps(message)}\n\n".encode()
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+            elif not gone.done():
+                await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
+    except OSError:  # the client went away mid-write
+        pass
+    finally:
+        getter.cancel()
+        gone.cancel()
+        await layer.group_discard(group, channel)
 
 
 async def _refuse(
@@ -336,10 +384,12 @@ class MCPEndpoint:
                     if isinstance(found, Refusal):
                         await _refuse(send_with_id, found)
                         return
+                    if scope["method"] == "GET" and "text/event-stream" in _header(scope, b"accept"):
+                        await _stream_updates(found, receive, send_with_id)
+                        return
                     if scope["method"] != "POST":
-                        # Stateless: no server-initiated messages, so no standalone SSE stream (GET)
-                        # and no session to end (DELETE); the transport's answer for both is 405.
-                        await _refuse(send_with_id, NOT_POST, allow=b"POST")
+                        # Stateless: no session to end (DELETE); the transport's answer is 405.
+                        await _refuse(send_with_id, NOT_POST, allow=b"GET, POST")
                         return
                     refused, receive, body = await _strict_body(receive)
                     if refused is not None:

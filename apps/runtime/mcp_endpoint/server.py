@@ -386,6 +386,7 @@ ERROR_CODES = {
     "invalid": types.INVALID_PARAMS,
     "not_found": types.INVALID_PARAMS,
     "conflict": types.INVALID_PARAMS,
+    "too_many": types.INVALID_PARAMS,
 }
 
 
@@ -421,6 +422,28 @@ async def read_resource(
         caller, mcp_features.read_resource, uri, about={"uri": uri[: mcp_features.MAX_URI_CHARS]}
     )
     return result
+
+
+async def subscribe_resource(
+    ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+) -> types.EmptyResult:
+    """``resources/subscribe`` (members and up, like a read): updates then come on ``GET`` of this
+    endpoint with the same key."""
+    caller = _caller(ctx)
+    _member(caller, "Subscribing to resources")
+    uri = str(params.uri)
+    await _feature(caller, mcp_features.subscribe, uri, about={"uri": uri[: mcp_features.MAX_URI_CHARS]})
+    return types.EmptyResult()
+
+
+async def unsubscribe_resource(
+    ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+) -> types.EmptyResult:
+    caller = _caller(ctx)
+    _member(caller, "Subscribing to resources")
+    uri = str(params.uri)
+    await _feature(caller, mcp_features.unsubscribe, uri, about={"uri": uri[: mcp_features.MAX_URI_CHARS]})
+    return types.EmptyResult()
 
 
 async def list_prompts(
@@ -481,6 +504,8 @@ def build() -> Server[Any]:
         on_list_resources=list_resources,
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
+        on_subscribe_resource=subscribe_resource,
+        on_unsubscribe_resource=unsubscribe_resource,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
         on_completion=complete,

@@ -42,7 +42,11 @@ def echo(text: str) -> str:
     return text
 
 
-@server.tool(description="Add two integers; structured result.")
+@server.tool(
+    description="Add two integers; structured result.",
+    title="Adder",
+    annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+)
 def add(a: int, b: int) -> Sum:
     return Sum(total=a + b, terms=[a, b])
 
