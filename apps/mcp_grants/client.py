@@ -44,13 +44,26 @@ import httpx2
 from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
+from mcp.client._input_required import run_input_required_driver
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import PaginatedRequestParams
-from mcp_types import CONNECTION_CLOSED, METHOD_NOT_FOUND, REQUEST_TIMEOUT, ResourceUpdatedNotification
+from mcp_types import (
+    CONNECTION_CLOSED,
+    LOG_LEVEL_META_KEY,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    CreateMessageRequest,
+    ElicitRequest,
+    ErrorData,
+    InputRequiredResult,
+    ResourceUpdatedNotification,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from apps.mcp_grants import collisions, notices, subscriptions
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
@@ -276,48 +289,150 @@ async def _open(
         if updated is not None and isinstance(message, ResourceUpdatedNotification):
             await updated(str(message.params.uri))
 
-    async with contextlib.AsyncExitStack() as stack:
-        if endpoint.transport == MCPServer.Transport.STDIO:
-            # The server runs in a jail of its own (apps.toolkit.jail): its directory is /workspace,
-            # the network is off unless its registration turns it on, and nothing of Toolgate's data,
-            # other tenants or Toolgate's environment is visible. No jail, no server.
-            confined = jail.launch(
-                jail.Jail(workspace=_stdio_cwd(endpoint), network=endpoint.network, limits=STDIO_LIMITS),
-                [endpoint.command, *endpoint.args],
-                cwd=jail.WORKDIR,
-            )
-            stack.callback(confined.cleanup)
-            params = StdioServerParameters(
-                command=confined.argv[0], args=confined.argv[1:], env=endpoint.process_env(), cwd="/"
-            )
-            errlog = stack.enter_context(_errlog(endpoint))
-            streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-        elif endpoint.transport == MCPServer.Transport.SSE:
-            AddressPolicy.from_settings().check_url(endpoint.url)
-            streams = await stack.enter_async_context(
-                sse_client(endpoint.url, headers=endpoint.http_headers(), httpx_client_factory=_http_client)
-            )
-        else:
-            AddressPolicy.from_settings().check_url(endpoint.url)
-            client = await stack.enter_async_context(_http_client(headers=endpoint.http_headers()))
-            streams = await stack.enter_async_context(
-                streamable_http_client(endpoint.url, http_client=client)
-            )
-        read = streams[0]
-        if ended is not None:
-            read = await _watched(stack, streams[0], ended)
-        session = await stack.enter_async_context(
-            ClientSession(
-                read,
-                streams[1],
-                logging_callback=inflight.on_log if inflight is not None else None,
-                sampling_callback=inflight.on_sampling if inflight is not None else None,
-                elicitation_callback=inflight.on_elicitation if inflight is not None else None,
-                message_handler=on_message,
-            )
+    for modern in (endpoint.key in _MODERN_ONLY, True):
+        async with contextlib.AsyncExitStack() as stack:
+            session, closed = await _connect_once(stack, endpoint, inflight, on_message)
+            try:
+                await _handshake(session, endpoint, modern)
+            except _OnlyModern:
+                continue  # this transport is the handshake era's now: a new one, with discover
+            if ended is not None:
+                follow = asyncio.ensure_future(_follow(closed, ended))
+                stack.callback(follow.cancel)
+            yield session
+            return
+
+
+async def _follow(source: asyncio.Event, target: asyncio.Event) -> None:
+    await source.wait()
+    target.set()
+
+
+async def _connect_once(
+    stack: contextlib.AsyncExitStack,
+    endpoint: Endpoint,
+    inflight: notices.InFlight | None,
+    on_message: Any,
+) -> tuple[ClientSession, asyncio.Event]:
+    """A transport to the server and a session on it, not yet initialized; the event is set when the
+    server's side of the transport ends."""
+    if endpoint.transport == MCPServer.Transport.STDIO:
+        # The server runs in a jail of its own (apps.toolkit.jail): its directory is /workspace,
+        # the network is off unless its registration turns it on, and nothing of Toolgate's data,
+        # other tenants or Toolgate's environment is visible. No jail, no server.
+        confined = jail.launch(
+            jail.Jail(workspace=_stdio_cwd(endpoint), network=endpoint.network, limits=STDIO_LIMITS),
+            [endpoint.command, *endpoint.args],
+            cwd=jail.WORKDIR,
         )
+        stack.callback(confined.cleanup)
+        params = StdioServerParameters(
+            command=confined.argv[0], args=confined.argv[1:], env=endpoint.process_env(), cwd="/"
+        )
+        errlog = stack.enter_context(_errlog(endpoint))
+        streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+    elif endpoint.transport == MCPServer.Transport.SSE:
+        AddressPolicy.from_settings().check_url(endpoint.url)
+        streams = await stack.enter_async_context(
+            sse_client(endpoint.url, headers=endpoint.http_headers(), httpx_client_factory=_http_client)
+        )
+    else:
+        AddressPolicy.from_settings().check_url(endpoint.url)
+        client = await stack.enter_async_context(_http_client(headers=endpoint.http_headers()))
+        streams = await stack.enter_async_context(streamable_http_client(endpoint.url, http_client=client))
+    closed = asyncio.Event()
+    read = await _watched(stack, streams[0], closed)
+    session = await stack.enter_async_context(
+        ClientSession(
+            read,
+            streams[1],
+            logging_callback=inflight.on_log if inflight is not None else None,
+            sampling_callback=inflight.on_sampling if inflight is not None else None,
+            elicitation_callback=inflight.on_elicitation if inflight is not None else None,
+            message_handler=on_message,
+        )
+    )
+    return session, closed
+
+
+# Servers (by endpoint key) found to speak 2026-07-28 only: connected with discover from then on.
+_MODERN_ONLY: set[tuple[str, str]] = set()
+
+
+class _OnlyModern(Exception):
+    """The server refused the handshake for 2026-07-28: connect again, with ``server/discover``."""
+
+
+async def _handshake(session: ClientSession, endpoint: Endpoint, modern: bool) -> None:
+    """``initialize`` (the handshake versions, up to 2025-11-25). A server that refuses it for the
+    2026-07-28 era (``-32022``, unsupported protocol version, naming only modern versions) is connected
+    again with ``server/discover`` and spoken to with that version's per-request envelope."""
+    if modern:
+        try:
+            await session.discover()
+        except MCPError:
+            _MODERN_ONLY.discard(endpoint.key)  # next time, the handshake again
+            raise
+        return
+    try:
         await session.initialize()
-        yield session
+    except MCPError as exc:
+        supported = exc.error.data.get("supported") if isinstance(exc.error.data, dict) else None
+        if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(supported, list):
+            raise
+        if not set(supported) & set(MODERN_PROTOCOL_VERSIONS):
+            raise
+        _MODERN_ONLY.add(endpoint.key)
+        raise _OnlyModern() from None
+
+
+def is_modern(session: ClientSession) -> bool:
+    return session.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+MAX_INPUT_ROUNDS = 10
+
+
+async def _modern_call(
+    session: ClientSession,
+    tool: str,
+    args: dict[str, Any],
+    remaining: float,
+    progress: Any,
+    listener: notices.Listener | None,
+) -> Any:
+    """``tools/call`` on a 2026-07-28 connection: the log level wanted rides the request's ``_meta``,
+    and a result that asks for input (``InputRequiredResult``: sampling, elicitation) is answered as a
+    handshake-era server's requests are (relayed to the caller's client, or as when there is none:
+    ``notices.InFlight``) and the call retried with the answers, for at most :data:`MAX_INPUT_ROUNDS`."""
+    meta: Any = None
+    if listener is not None and listener.levels:
+        meta = {LOG_LEVEL_META_KEY: min(listener.levels, key=notices.LEVELS.index)}
+    inflight = notices.InFlight(requests=1, listeners=[listener] if listener is not None else [])
+
+    async def call(responses: Any = None, state: str | None = None) -> Any:
+        return await session.call_tool(
+            tool,
+            args,
+            read_timeout_seconds=remaining,
+            progress_callback=progress,
+            input_responses=responses,
+            request_state=state,
+            meta=meta,
+            allow_input_required=True,
+        )
+
+    async def dispatch(key: str, request: Any) -> Any:
+        if isinstance(request, CreateMessageRequest):
+            return await inflight.on_sampling(None, request.params)
+        if isinstance(request, ElicitRequest):
+            return await inflight.on_elicitation(None, request.params)
+        return ErrorData(code=METHOD_NOT_FOUND, message="Toolgate offers no roots.")
+
+    first = await call()
+    if not isinstance(first, InputRequiredResult):
+        return first
+    return await run_input_required_driver(first, dispatch=dispatch, retry=call, max_rounds=MAX_INPUT_ROUNDS)
 
 
 async def _watched(stack: contextlib.AsyncExitStack, source: Any, ended: asyncio.Event) -> Any:
@@ -736,17 +851,20 @@ class Manager:
                 listener.on_progress(progress, total, message)
 
         wants_progress = listener is not None and listener.progress is not None
-        return await self.request(
-            endpoint,
-            lambda session, remaining: session.call_tool(
-                tool,
-                args,
-                read_timeout_seconds=remaining,
-                progress_callback=progress if wants_progress else None,
-            ),
-            "call",
-            listener,
-        )
+
+        async def send(session: ClientSession, remaining: float) -> Any:
+            if not is_modern(session):
+                return await session.call_tool(
+                    tool,
+                    args,
+                    read_timeout_seconds=remaining,
+                    progress_callback=progress if wants_progress else None,
+                )
+            return await _modern_call(
+                session, tool, args, remaining, progress if wants_progress else None, listener
+            )
+
+        return await self.request(endpoint, send, "call", listener)
 
     async def request(
         self,
@@ -844,7 +962,11 @@ class Manager:
         assert conn.session is not None
         started = time.perf_counter()
         try:
-            await asyncio.wait_for(conn.session.send_ping(), PING_TIMEOUT)
+            session = conn.session
+            if is_modern(session):  # ping is gone in 2026-07-28; discover is as cheap
+                await asyncio.wait_for(session.send_discover(session.protocol_version or ""), PING_TIMEOUT)
+            else:
+                await asyncio.wait_for(session.send_ping(), PING_TIMEOUT)
             healthy, error = True, ""
         except MCPError as exc:
             healthy, error = exc.code == METHOD_NOT_FOUND, describe(exc)

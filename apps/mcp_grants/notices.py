@@ -1,5 +1,5 @@
-"""What a bridged server says while one of its tools runs: progress and log notifications, passed to
-whoever called the tool (``/mcp/<agent>/`` streams them to its client, README "Notifications").
+"""What a bridged server says while one of its tools runs: progress and log notifications and requests
+for input, passed to whoever called the tool (``/mcp/<agent>/`` streams them to its client, README "Notifications").
 
 The caller sets a :class:`Listener` for the call (:func:`listening`, a context variable: it follows the
 call into the pipeline's thread); the bridge hands it to the connection (``client.Manager.call``), which
@@ -10,6 +10,11 @@ passes on:
 - **log messages** (``notifications/message``) while the call runs, when it is the only request in
   flight on that connection. A log message names no request: with two in flight on one connection (one
   server, one tenant, one credential) it could be either's, and it goes to neither.
+
+- **requests for input** (``sampling/createMessage``, ``elicitation/create``, or a 2026-07-28 server's
+  ``InputRequiredResult``), under the same rule as log messages: relayed to the caller's client when
+  the listener can ask one (:attr:`Listener.ask`), else answered as when there is no client: sampling
+  refused (Toolgate runs no model), elicitation declined.
 
 Everything passed on is scrubbed by the call's scrubber and bounded: :data:`MAX_NOTICES` per call,
 :data:`MAX_NOTICE_CHARS` of text each. The listener's callbacks are called on the connection's event

@@ -13,8 +13,9 @@ Before the SDK:
    origin parameter: calls have the key's origin (:mod:`apps.runtime.caller`).
 
 Errors are JSON-RPC error objects (``id`` null) with Toolgate's error code in ``error.data.code``.
-Only POST is served (405 otherwise): stateless, the endpoint has no stream of its own to offer (GET)
-and no session to end (DELETE).
+POST carries every request, and a client's answer to a request Toolgate sent it during a call
+(``relay``); GET with ``Accept: text/event-stream`` is the key's update stream (resource
+subscriptions); anything else is 405 (stateless: there is no session to end).
 The SDK then applies the body limit (``MAX_REQUEST_BODY_BYTES``: 413) and its DNS-rebinding
 protection (Host and Origin against ``ALLOWED_HOSTS`` and ``CSRF_TRUSTED_ORIGINS``: 421 and 403).
 
