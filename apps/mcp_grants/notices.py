@@ -1,5 +1,6 @@
 """What a bridged server says while one of its tools runs: progress and log notifications and requests
-for input, passed to whoever called the tool (``/mcp/<agent>/`` streams them to its client, README "Notifications").
+for input, passed to whoever called the tool (``/mcp/<agent>/`` streams them to its client, README
+"While a tool runs").
 
 The caller sets a :class:`Listener` for the call (:func:`listening`, a context variable: it follows the
 call into the pipeline's thread); the bridge hands it to the connection (``client.Manager.call``), which
