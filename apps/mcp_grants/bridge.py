@@ -208,7 +208,7 @@ def run(ctx: CallContext, name: str, found: Target, args: dict[str, Any]) -> Too
     endpoint = client.endpoint_for(server, client.credential_for(server, ctx.user_id))
     for secret in endpoint.secrets:
         ctx.scrubber.register(secret)
-    listener = notices.scrubbed_by(notices.current(), ctx.scrubber.scrub)
+    listener = notices.prepared(notices.current(), ctx.scrubber.scrub)
     mgr = client.manager()
     try:
         result = mgr.run(

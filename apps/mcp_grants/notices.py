@@ -59,6 +59,10 @@ class Listener:
     levels: frozenset[str] = frozenset()
     scrub: Callable[[str], str] = str
     sent: int = 0
+    # Finds ``levels`` when a bridged tool is about to run (it may read the database: called in the
+    # calling thread by :func:`prepared`, never on the connection's loop), so calls of other tools
+    # never pay for it.
+    find_levels: Callable[[], frozenset[str]] | None = None
 
     def _room(self) -> bool:
         if self.sent >= MAX_NOTICES:
@@ -123,11 +127,13 @@ def current() -> Listener | None:
     return _current.get()
 
 
-def scrubbed_by(listener: Listener | None, scrub: Callable[[str], str]) -> Listener | None:
-    """``listener`` with the call's scrubber (the bridge knows it once the connection's secrets are
-    registered)."""
+def prepared(listener: Listener | None, scrub: Callable[[str], str]) -> Listener | None:
+    """``listener`` ready for a bridged call: with the call's scrubber (the bridge knows it once the
+    connection's secrets are registered) and its log levels found."""
     if listener is not None:
         listener.scrub = scrub
+        if listener.find_levels is not None:
+            listener.levels, listener.find_levels = listener.find_levels(), None
     return listener
 
 

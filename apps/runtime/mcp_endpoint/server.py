@@ -105,8 +105,9 @@ def _begin(
 ) -> gateway.CallOutcome | pipeline.PendingCall:
     token = _bind(caller)
     try:
-        if relay is not None:
-            relay.listener.levels = log_levels(caller, relay.ctx.protocol_version, relay.ctx.meta)
+        if relay is not None:  # the log levels are looked up only if a bridged tool runs
+            version, meta = relay.ctx.protocol_version, relay.ctx.meta
+            relay.listener.find_levels = lambda: log_levels(caller, version, meta)
         return pipeline.call(
             actor=caller.actor,
             request=gateway.CallRequest(
