@@ -179,21 +179,39 @@ def workspace_for(*, tenant: Tenant, agent: Agent, user_id: str) -> Path:
 
 
 def _make_private_dirs(root: Path, parts: Sequence[str]) -> Path:
-    root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    real_root = Path(os.path.realpath(root))
-    current = real_root
+    """``root``/``parts``, each component made when missing (mode 0700, exactly) and checked to be a
+    directory, never a symlink. A workspace that exists costs one ``lstat`` per component (every call
+    asks for its workspace)."""
+    current = _real_root(root)
     for part in parts:
-        current = current / part
+        current = os.path.join(current, part)
         try:
-            current.mkdir(mode=DIR_MODE)
-        except FileExistsError:
-            pass
-        else:
-            os.chmod(current, DIR_MODE)  # mkdir's mode is narrowed by the umask, never widened; be exact
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            try:
+                os.mkdir(current, DIR_MODE)
+            except FileExistsError:
+                pass
+            else:
+                os.chmod(current, DIR_MODE)  # mkdir's mode is narrowed by the umask, never widened
+            mode = os.lstat(current).st_mode
         # Nothing below the root may be a symlink: that would point a tenant's workspace elsewhere.
-        if not stat.S_ISDIR(os.lstat(current).st_mode):
+        if not stat.S_ISDIR(mode):
             raise PathError(f"workspace component {part!r} is not a directory")
-    return current
+    return Path(current)
+
+
+def _real_root(root: Path) -> str:
+    """The root's real path, the root made first when missing (checked each time: it is one ``stat``)."""
+    text = str(root)
+    real = _REAL_ROOTS.get(text)
+    if real is None or not os.path.isdir(real):
+        root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        real = _REAL_ROOTS[text] = os.path.realpath(root)
+    return real
+
+
+_REAL_ROOTS: dict[str, str] = {}
 
 
 # --- path resolution ----------------------------------------------------------------------------------
