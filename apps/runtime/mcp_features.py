@@ -37,6 +37,7 @@ from apps.policy import engine
 from apps.policy.engine import CallScope
 from apps.policy.universe import Universe
 from apps.runtime.caller import caller_origin
+from apps.runtime.ratelimit import check_rate_limit
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent
 from apps.tenants.selectors import setting_secrets_for_call
@@ -194,6 +195,7 @@ def read_resource(who: For, uri: str) -> types.ReadResourceResult:
         _record(who, READ_TOOL, args, server, "resources", started, error=error, decision=decision, size=size)
 
     with _recorded(record, scrub):
+        _rate_limit(who)
         server = _route(who, uri)
         for secret in features.secrets(server, who.scope.user_id):
             scrubber.register(secret)
@@ -241,7 +243,17 @@ def _decision(code: str) -> str:
         return ToolCall.Decision.UNKNOWN
     if code == "invalid":
         return ToolCall.Decision.INVALID
+    if code == "rate_limited":
+        return ToolCall.Decision.RATE_LIMITED
     return ToolCall.Decision.ALLOWED
+
+
+def _rate_limit(who: For) -> None:
+    """A read or get counts against the session's calls per hour, with its tool calls (the tenant
+    policy's ``rate_limit_per_hour`` per ``session_key``); over it: ``rate_limited``."""
+    limited = check_rate_limit(tenant=who.actor.tenant, session_key=who.session_key)
+    if limited is not None:
+        raise FeatureRefused("rate_limited", limited)
 
 
 def _record(
@@ -427,6 +439,7 @@ def get_prompt(who: For, name: Any, arguments: Any) -> types.GetPromptResult:
 
     with _recorded(record, scrub):
         sent = _check_arguments(arguments)
+        _rate_limit(who)
         server, original = _prompt_target(who, name)
         for secret in features.secrets(server, who.scope.user_id):
             scrubber.register(secret)

@@ -104,6 +104,33 @@ def test_prompts_are_listed_and_got_with_arguments(tenant_a, library, member_a, 
     assert member_a.get(BASE + "resources").json()["resources"] == []
 
 
+def test_reads_and_gets_count_against_the_sessions_calls_per_hour(tenant_a, library, member_a, admin_a):
+    limited = admin_a.put("/api/v1/policy/tenant/", {"document": {"rate_limit_per_hour": 3}}, format="json")
+    assert limited.status_code == 200, limited.content
+    scope = "?session_key=s1"
+    call = {"agent": "bot", "tool": "datetime", "args": {}, "context": {"session_key": "s1"}}
+    assert member_a.post("/api/v1/runtime/execute", call, format="json").json()["is_error"] is False
+    read = member_a.get(BASE + "resources/read" + scope + "&uri=library://readme")
+    assert read.status_code == 200, read.content
+    got = member_a.post(
+        BASE + "prompts/get" + scope,
+        {"name": "mcp_lib__summarize", "arguments": {"topic": "a"}},
+        format="json",
+    )
+    assert got.status_code == 200, got.content
+    over = error(member_a.get(BASE + "resources/read" + scope + "&uri=library://readme"), 429, "rate_limited")
+    assert "s1" in over["message"]
+    error(
+        member_a.post(BASE + "prompts/get" + scope, {"name": "mcp_lib__summarize"}, format="json"),
+        429,
+        "rate_limited",
+    )
+    refused = ToolCall.objects.for_tenant(tenant_a).filter(decision="rate_limited")
+    assert sorted(refused.values_list("tool", flat=True)) == ["prompts/get", "resources/read"]
+    # Another session has its own budget.
+    assert member_a.get(BASE + "resources/read?session_key=s2&uri=library://readme").status_code == 200
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body", "least"),
     [

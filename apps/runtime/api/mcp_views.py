@@ -30,6 +30,7 @@ STATUS = {
     "too_many": 409,
     "too_large": 422,
     "unavailable": 502,
+    "rate_limited": 429,
 }
 
 

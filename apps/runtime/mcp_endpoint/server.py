@@ -388,6 +388,7 @@ ERROR_CODES = {
     "not_found": types.INVALID_PARAMS,
     "conflict": types.INVALID_PARAMS,
     "too_many": types.INVALID_PARAMS,
+    "rate_limited": types.INVALID_REQUEST,
 }
 
 
