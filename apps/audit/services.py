@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models.sql import InsertQuery
 
 from apps.audit import context
@@ -89,10 +89,7 @@ def record_tool_call(*, actor: Actor, **fields: Any) -> ToolCall:
         request_id=context.current().request_id,
         **fields,
     )
-    # The INSERT that ``call.save(force_insert=True)`` runs; compiling it sets ``created_at``.
-    query = InsertQuery(ToolCall)
-    query.insert_values(ToolCall._meta.local_concrete_fields, [call])
-    [(statement, params)] = query.get_compiler(using=DEFAULT_DB_ALIAS).as_sql()
+    statement, params = _insert(call)
     events.write_and_publish(
         statement,
         params,
@@ -104,6 +101,28 @@ def record_tool_call(*, actor: Actor, **fields: Any) -> ToolCall:
     call._state.adding = False
     call._state.db = DEFAULT_DB_ALIAS
     return call
+
+
+_INSERT_SQL: dict[str, str] = {}  # per database vendor: the INSERT's text (its values vary, never its text)
+
+
+def _insert(call: ToolCall) -> tuple[str, list[Any]]:
+    """The INSERT that ``call.save(force_insert=True)`` runs, and its parameters (preparing them sets
+    ``created_at``). Django's compiler builds the statement's text once per process; each call only
+    prepares its values as the compiler does (``pre_save``, then ``get_db_prep_save``)."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    fields = ToolCall._meta.local_concrete_fields
+    statement = _INSERT_SQL.get(connection.vendor)
+    if statement is None:
+        query = InsertQuery(ToolCall)
+        query.insert_values(fields, [call])
+        [(statement, params)] = query.get_compiler(using=DEFAULT_DB_ALIAS).as_sql()
+        if statement.count("%s") == len(fields) == len(params):  # one plain placeholder per field
+            _INSERT_SQL[connection.vendor] = statement
+        return statement, list(params)
+    return statement, [
+        field.get_db_prep_save(field.pre_save(call, add=True), connection=connection) for field in fields
+    ]
 
 
 def serialize_tool_call(call: ToolCall) -> dict[str, Any]:
