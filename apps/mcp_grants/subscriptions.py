@@ -40,13 +40,14 @@ def group(tenant_id: str, actor_id: str, agent_key: str) -> str:
     return f"mcp-updates.{digest}"
 
 
-def add(server: MCPServer, agent: Agent, actor_id: str, credential_user: str, uri: str) -> bool:
-    """Record the subscription; True when it is the URI's first on that connection (the server's own
-    subscription is then to be made). :class:`TooMany` past :data:`MAX_PER_SUBSCRIBER`."""
+def add(server: MCPServer, agent: Agent, actor_id: str, credential_user: str, uri: str) -> tuple[bool, bool]:
+    """Record the subscription: (whether this made it, whether it is the URI's first on that
+    connection: the server's own subscription is then to be made). :class:`TooMany` past
+    :data:`MAX_PER_SUBSCRIBER`."""
     rows = ResourceSubscription.objects.for_tenant(server.tenant)
     mine = rows.filter(agent=agent, actor_id=actor_id)
     if mine.filter(server=server, credential_user=credential_user, uri=uri).exists():
-        return False
+        return False, False
     if mine.count() >= MAX_PER_SUBSCRIBER:
         raise TooMany(f"At most {MAX_PER_SUBSCRIBER} resource subscriptions per key and agent.")
     first = not rows.filter(server=server, credential_user=credential_user, uri=uri).exists()
@@ -61,8 +62,8 @@ def add(server: MCPServer, agent: Agent, actor_id: str, credential_user: str, ur
                 uri=uri,
             )
     except IntegrityError:  # the same subscription, made at the same moment
-        return False
-    return first
+        return False, False
+    return True, first
 
 
 def remove(

@@ -303,23 +303,25 @@ def _check_uri(uri: Any) -> str:
     return uri
 
 
-def subscribe(who: For, uri: Any) -> None:
+def subscribe(who: For, uri: Any) -> bool:
     """``resources/subscribe``: the one visible server that offers ``uri`` (as for a read) is asked to
     watch it, and this key (or user) hears its updates for this agent on ``GET /mcp/<agent>/``
-    (``apps.mcp_grants.subscriptions``). Subscribing again changes nothing."""
+    (``apps.mcp_grants.subscriptions``). Subscribing again changes nothing; True when this call made
+    the subscription."""
     uri = _check_uri(uri)
     server = _route(who, uri, listed_only=True)
     user = features.credential_user(server, who.scope.user_id)
     try:
-        first = subscriptions.add(server, who.agent, who.actor.id, user, uri)
+        made, _ = subscriptions.add(server, who.agent, who.actor.id, user, uri)
     except subscriptions.TooMany as exc:
         raise FeatureRefused("too_many", str(exc)) from None
     try:
         features.subscribe(server, who.scope.user_id, uri)  # the server's own, idempotent
     except features.FeatureError as exc:
-        if first:
+        if made:
             subscriptions.remove(server, who.agent, who.actor.id, user, uri)
         raise FeatureRefused("unavailable", str(exc)) from None
+    return made
 
 
 def unsubscribe(who: For, uri: Any) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import mcp_types as types
 import pytest
+from mcp.client.subscriptions import listen
 from mcp.shared.exceptions import MCPError
 
 from apps.accounts import services
@@ -195,3 +196,46 @@ def test_who_may_subscribe_to_what(base, tenant_a, tenant_b, watched):
     assert outsider.error.data["code"] == "not_found"
     assert not ResourceSubscription.objects.for_tenant(tenant_a).exists()
     assert not ResourceSubscription.objects.for_tenant(tenant_b).exists()
+
+
+def test_a_2026_client_listens_for_the_updates_of_the_resources_it_names(base, tenant_a, watched):
+    member = factories.make_api_key(tenant_a, Role.MEMBER)
+    url = endpoint(base)
+
+    async def go() -> tuple[Any, list[str], str]:
+        async with (
+            session(url, member, modern=True) as client,
+            listen(client, resource_subscriptions=["watch://a"], tools_list_changed=True) as stream,
+        ):
+            # Resource updates only: list changes are not offered, so not acknowledged.
+            honored = (stream.honored.resource_subscriptions, stream.honored.tools_list_changed)
+            seen = [await asyncio.to_thread(watching, base, member)]
+            await asyncio.to_thread(touch, base, member, "watch://b")  # not named: not delivered
+            await asyncio.to_thread(touch, base, member, "watch://a")
+            event = await asyncio.wait_for(stream.__anext__(), 30)
+        return honored, seen, getattr(event, "uri", "")
+
+    honored, seen, uri = asyncio.run(go())
+    assert honored == (["watch://a"], None)
+    assert seen == ["watch://a"]
+    assert uri == "watch://a"
+    # The stream's end ends what it subscribed (the server stops watching with its last subscriber).
+    deadline = time.monotonic() + 30
+    while ResourceSubscription.objects.for_tenant(tenant_a).exists():
+        assert time.monotonic() < deadline, "the stream's subscription outlived it"
+        time.sleep(0.2)
+    assert watching(base, member) == ""
+
+    viewer = factories.make_api_key(tenant_a, Role.VIEWER)
+
+    async def refused() -> MCPError | None:
+        async with session(url, viewer, modern=True) as client:
+            try:
+                async with listen(client, resource_subscriptions=["watch://a"]):
+                    return None
+            except MCPError as error:
+                return error
+
+    denied = asyncio.run(refused())
+    assert isinstance(denied, MCPError)
+    assert denied.error.data["code"] == "permission_denied"

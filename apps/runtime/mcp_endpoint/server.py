@@ -11,14 +11,17 @@ none.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp_types as types
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.core.cache import cache
 from django.db import close_old_connections
 from mcp.server.connection import allowed_log_levels
@@ -26,10 +29,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from apps.audit import context as request_context
-from apps.mcp_grants import notices
+from apps.mcp_grants import notices, subscriptions
 from apps.policy.engine import CallScope
 from apps.runtime import mcp_features, pipeline
 from apps.runtime.approval_wait import finish_after_decision
@@ -448,6 +452,62 @@ async def unsubscribe_resource(
     return types.EmptyResult()
 
 
+MAX_LISTEN_URIS = 100  # resources one subscriptions/listen stream may watch
+
+
+async def subscriptions_listen(
+    ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
+) -> types.SubscriptionsListenResult:
+    """``subscriptions/listen`` (2026-07-28): the response is the stream of the updates of the resources
+    it names (members and up, as ``resources/subscribe``): each is subscribed as by that method for
+    the stream's life, and its ``notifications/resources/updated`` follow the acknowledgment, stamped
+    with the stream's id. List-change notifications are not offered: the acknowledgment leaves them
+    out, as the protocol asks of a server that will not send them."""
+    caller = _caller(ctx)
+    uris = [str(uri) for uri in params.notifications.resource_subscriptions or ()]
+    if len(uris) > MAX_LISTEN_URIS:
+        raise MCPError(
+            code=types.INVALID_PARAMS,
+            message=f"At most {MAX_LISTEN_URIS} resources per stream.",
+            data={"code": "invalid"},
+        )
+    if uris:
+        _member(caller, "Subscribing to resources")
+    meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
+    layer = get_channel_layer()
+    assert layer is not None, "settings.CHANNEL_LAYERS is always configured"
+    channel = await layer.new_channel()
+    group = subscriptions.group(str(caller.actor.tenant.pk), str(caller.actor.id), caller.agent.key)
+    await layer.group_add(group, channel)
+    made: list[str] = []
+    try:
+        for uri in uris:
+            if await _feature(caller, mcp_features.subscribe, uri, about={"uri": uri[:200]}):
+                made.append(uri)
+        honored = types.SubscriptionFilter(resource_subscriptions=uris or None)
+        await ctx.session.send_notification(
+            types.SubscriptionsAcknowledgedNotification(
+                params=types.SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
+            ),
+            related_request_id=ctx.request_id,
+        )
+        watched = set(uris)
+        while True:
+            event = await layer.receive(channel)
+            uri = str((event.get("params") or {}).get("uri", ""))
+            if event.get("method") == subscriptions.UPDATED and uri in watched:
+                update = types.ResourceUpdatedNotification(
+                    params=types.ResourceUpdatedNotificationParams(uri=uri, _meta=meta)
+                )
+                await ctx.session.send_notification(update, related_request_id=ctx.request_id)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await layer.group_discard(group, channel)
+            for uri in made:  # what this stream subscribed ends with it
+                with contextlib.suppress(Exception):
+                    await sync_to_async(_in_request)(caller, mcp_features.unsubscribe, uri)
+
+
 async def list_prompts(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListPromptsResult:
@@ -508,6 +568,7 @@ def build() -> Server[Any]:
         on_read_resource=read_resource,
         on_subscribe_resource=subscribe_resource,
         on_unsubscribe_resource=unsubscribe_resource,
+        on_subscriptions_listen=subscriptions_listen,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
         on_completion=complete,
