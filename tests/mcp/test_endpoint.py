@@ -238,7 +238,10 @@ def test_a_client_on_the_stateless_2026_protocol_gets_the_same_tools_and_calls(b
     async def go() -> tuple[list[dict[str, Any]], str, str]:
         async with session(endpoint(base, query="session_key=s9"), member, modern=True) as client:
             assert client.protocol_version == "2026-07-28"
-            listed = [wire(tool) for tool in (await client.list_tools()).tools]
+            listing = await client.list_tools()
+            # What an agent may use changes with its policy at any moment: not to be cached, not shared.
+            assert (listing.ttl_ms, listing.cache_scope) == (0, "private")
+            listed = [wire(tool) for tool in listing.tools]
             result = await client.call_tool("datetime", {"timezone": "UTC"})
             assert not result.is_error
             return listed, text(result), str((result.meta or {}).get("toolgate/call_id"))
