@@ -14,3 +14,8 @@ class McpGrantsConfig(AppConfig):
 
         register_source(mcp_source)
         providers.register(MCPProvider())
+        # MCP clients' update streams hear when the tenant's tools may have changed.
+        from apps.mcp_grants import subscriptions
+        from apps.tenants.services import tools_may_have_changed
+
+        tools_may_have_changed.connect(subscriptions.lists_changed, dispatch_uid="mcp-lists-changed")

@@ -23,6 +23,7 @@ from channels.layers import get_channel_layer
 from django.db import IntegrityError, transaction
 
 from apps.mcp_grants.models import MCPServer, ResourceSubscription
+from apps.realtime import events
 from apps.tenants.models import Agent
 
 MAX_PER_SUBSCRIBER = 100  # subscriptions of one key (or user) for one agent
@@ -38,6 +39,28 @@ def group(tenant_id: str, actor_id: str, agent_key: str) -> str:
     three parts are hashed; the tenant is one of them)."""
     digest = hashlib.sha256(f"{tenant_id}|{actor_id}|{agent_key}".encode()).hexdigest()[:40]
     return f"mcp-updates.{digest}"
+
+
+LIST_CHANGED = (
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+)
+
+
+def changes_group(tenant_id: str) -> str:
+    """The channel-layer group told when what the tenant's agents may use may have changed."""
+    return f"mcp-changes.{tenant_id}"
+
+
+LISTS_CHANGED = "lists_changed"  # one message for the three notifications of LIST_CHANGED
+
+
+def lists_changed(sender: Any, tenant: Any, **kwargs: Any) -> None:
+    """``tools_may_have_changed`` (``apps.tenants.services``): the update streams of the tenant's MCP
+    clients are told their tools, prompts and resources may have changed, once the change commits."""
+    message = {"type": "mcp.notification", "method": LISTS_CHANGED}
+    events.deliver_after_commit(changes_group(str(tenant.pk)), message)
 
 
 def add(server: MCPServer, agent: Agent, actor_id: str, credential_user: str, uri: str) -> tuple[bool, bool]:

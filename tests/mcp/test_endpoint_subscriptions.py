@@ -71,8 +71,9 @@ def watched(tenant_a: Tenant, agent: Agent) -> MCPServer:
 
 
 @contextlib.contextmanager
-def updates(url: str, key: str) -> Iterator[queue.Queue[dict[str, Any]]]:
-    """The key's update stream (``GET`` with an SSE Accept), its messages put on a queue by a thread."""
+def updates(url: str, key: str, *, lists: bool = False) -> Iterator[queue.Queue[dict[str, Any]]]:
+    """The key's update stream (``GET`` with an SSE Accept), its messages put on a queue by a thread;
+    the ``list_changed`` ones only with ``lists`` (discovery, on first connecting, may send some)."""
     found: queue.Queue[dict[str, Any]] = queue.Queue()
     opened = threading.Event()
     client = httpx.Client(timeout=httpx.Timeout(30, read=None))
@@ -84,7 +85,9 @@ def updates(url: str, key: str) -> Iterator[queue.Queue[dict[str, Any]]]:
             for line in stream.iter_lines():
                 opened.set()
                 if line.startswith("data:"):
-                    found.put(json.loads(line[5:]))
+                    message = json.loads(line[5:])
+                    if lists or not message["method"].endswith("/list_changed"):
+                        found.put(message)
 
     thread = threading.Thread(target=read, daemon=True)
     thread.start()
@@ -124,6 +127,21 @@ def watching(base: str, key: str) -> str:
             "/api/v1/runtime/execute", json={"agent": "bot", "tool": "mcp_watched__watching", "args": {}}
         ).json()
     return str(body["for_llm"])
+
+
+async def next_of(stream: Any, kind: str) -> Any:
+    """The stream's next event of ``kind`` (list changes may come first: discovery sends some when the
+    server is first connected)."""
+    while True:
+        event = await stream.__anext__()
+        if type(event).__name__ == kind:
+            return event
+
+
+def change_policy(base: str, admin: str) -> None:
+    with rest(base, admin) as http:
+        response = http.put("/api/v1/policy/tenant/", json={"document": {"deny": ["web_fetch"]}})
+    assert response.status_code == 200, response.text
 
 
 def quiet(found: queue.Queue[dict[str, Any]], seconds: float = 1.5) -> bool:
@@ -207,18 +225,20 @@ def test_a_2026_client_listens_for_the_updates_of_the_resources_it_names(base, t
             session(url, member, modern=True) as client,
             listen(client, resource_subscriptions=["watch://a"], tools_list_changed=True) as stream,
         ):
-            # Resource updates only: list changes are not offered, so not acknowledged.
             honored = (stream.honored.resource_subscriptions, stream.honored.tools_list_changed)
             seen = [await asyncio.to_thread(watching, base, member)]
             await asyncio.to_thread(touch, base, member, "watch://b")  # not named: not delivered
             await asyncio.to_thread(touch, base, member, "watch://a")
-            event = await asyncio.wait_for(stream.__anext__(), 30)
-        return honored, seen, getattr(event, "uri", "")
+            updated = await asyncio.wait_for(next_of(stream, "ResourceUpdated"), 30)
+            await asyncio.to_thread(change_policy, base, admin)
+            changed = await asyncio.wait_for(next_of(stream, "ToolsListChanged"), 30)
+        return honored, seen, [type(updated).__name__, getattr(updated, "uri", ""), type(changed).__name__]
 
-    honored, seen, uri = asyncio.run(go())
-    assert honored == (["watch://a"], None)
+    admin = factories.make_api_key(tenant_a, Role.ADMIN)
+    honored, seen, events = asyncio.run(go())
+    assert honored == (["watch://a"], True)
     assert seen == ["watch://a"]
-    assert uri == "watch://a"
+    assert events == ["ResourceUpdated", "watch://a", "ToolsListChanged"]
     # The stream's end ends what it subscribed (the server stops watching with its last subscriber).
     deadline = time.monotonic() + 30
     while ResourceSubscription.objects.for_tenant(tenant_a).exists():
@@ -239,3 +259,20 @@ def test_a_2026_client_listens_for_the_updates_of_the_resources_it_names(base, t
     denied = asyncio.run(refused())
     assert isinstance(denied, MCPError)
     assert denied.error.data["code"] == "permission_denied"
+
+
+def test_the_update_stream_hears_when_the_tenants_tools_may_have_changed(base, tenant_a, tenant_b, watched):
+    member = factories.make_api_key(tenant_a, Role.MEMBER)
+    admin = factories.make_api_key(tenant_a, Role.ADMIN)
+    services.agent_create(actor=Actor.system(tenant_b), key="bot", name="Bot")
+    outsider = factories.make_api_key(tenant_b, Role.OWNER)
+    url = endpoint(base)
+    with updates(url, member, lists=True) as mine, updates(url, outsider, lists=True) as theirs:
+        change_policy(base, admin)
+        methods = [mine.get(timeout=30)["method"] for _ in range(3)]
+        assert methods == [
+            "notifications/tools/list_changed",
+            "notifications/prompts/list_changed",
+            "notifications/resources/list_changed",
+        ]
+        assert quiet(theirs)

@@ -245,13 +245,19 @@ KEEPALIVE_SECONDS = 15.0
 async def _stream_updates(found: server.Caller, receive: Any, send: Any) -> None:
     """``GET``: the stream of this key's (or user's) updates for this agent, as SSE: the
     ``notifications/resources/updated`` of the resources it subscribed to (``apps.mcp_grants.
-    subscriptions``), from whichever web worker's server connection they come; a comment every
-    :data:`KEEPALIVE_SECONDS`. It holds no database connection, and ends when the client goes."""
+    subscriptions``), from whichever web worker's server connection they come, and the tools, prompts
+    and resources ``list_changed`` notifications whenever the tenant's configuration changes; a comment
+    every :data:`KEEPALIVE_SECONDS`. It holds no database connection, and ends when the client goes."""
     layer = get_channel_layer()
     assert layer is not None, "settings.CHANNEL_LAYERS is always configured"
     channel = await layer.new_channel()
-    group = subscriptions.group(str(found.actor.tenant.pk), str(found.actor.id), found.agent.key)
-    await layer.group_add(group, channel)
+    tenant_id = str(found.actor.tenant.pk)
+    groups = [
+        subscriptions.group(tenant_id, str(found.actor.id), found.agent.key),
+        subscriptions.changes_group(tenant_id),
+    ]
+    for group in groups:
+        await layer.group_add(group, channel)
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-store")]
 
     async def disconnect() -> None:
@@ -268,9 +274,9 @@ async def _stream_updates(found: server.Caller, receive: Any, send: Any) -> None
             if getter.done():
                 event = getter.result()
                 getter = asyncio.ensure_future(layer.receive(channel))
-                message = {"jsonrpc": "2.0", "method": event.get("method"), "params": event.get("params")}
-                body = f"event: message\ndata: {json.dumps(message)}\n\n".encode()
-                await send({"type": "http.response.body", "body": body, "more_body": True})
+                for message in _notifications(event):
+                    body = f"event: message\ndata: {json.dumps(message)}\n\n".encode()
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
             elif not gone.done():
                 await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
     except OSError:  # the client went away mid-write
@@ -278,7 +284,15 @@ async def _stream_updates(found: server.Caller, receive: Any, send: Any) -> None
     finally:
         getter.cancel()
         gone.cancel()
-        await layer.group_discard(group, channel)
+        for group in groups:
+            await layer.group_discard(group, channel)
+
+
+def _notifications(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON-RPC notifications of one channel-layer message of ``apps.mcp_grants.subscriptions``."""
+    if event.get("method") == subscriptions.LISTS_CHANGED:
+        return [{"jsonrpc": "2.0", "method": method} for method in subscriptions.LIST_CHANGED]
+    return [{"jsonrpc": "2.0", "method": event.get("method"), "params": event.get("params")}]
 
 
 async def _refuse(

@@ -452,6 +452,16 @@ async def unsubscribe_resource(
     return types.EmptyResult()
 
 
+def _list_changed(method: str, meta: dict[str, Any]) -> types.ServerNotification:
+    kinds: dict[str, Any] = {
+        "notifications/tools/list_changed": types.ToolListChangedNotification,
+        "notifications/prompts/list_changed": types.PromptListChangedNotification,
+        "notifications/resources/list_changed": types.ResourceListChangedNotification,
+    }
+    notification: types.ServerNotification = kinds[method](params=types.NotificationParams(_meta=meta))
+    return notification
+
+
 MAX_LISTEN_URIS = 100  # resources one subscriptions/listen stream may watch
 
 
@@ -461,8 +471,8 @@ async def subscriptions_listen(
     """``subscriptions/listen`` (2026-07-28): the response is the stream of the updates of the resources
     it names (members and up, as ``resources/subscribe``): each is subscribed as by that method for
     the stream's life, and its ``notifications/resources/updated`` follow the acknowledgment, stamped
-    with the stream's id. List-change notifications are not offered: the acknowledgment leaves them
-    out, as the protocol asks of a server that will not send them."""
+    with the stream's id; and the list changes it asks for (tools, prompts, resources), sent whenever
+    the tenant's configuration changes."""
     caller = _caller(ctx)
     uris = [str(uri) for uri in params.notifications.resource_subscriptions or ()]
     if len(uris) > MAX_LISTEN_URIS:
@@ -477,14 +487,30 @@ async def subscriptions_listen(
     layer = get_channel_layer()
     assert layer is not None, "settings.CHANNEL_LAYERS is always configured"
     channel = await layer.new_channel()
-    group = subscriptions.group(str(caller.actor.tenant.pk), str(caller.actor.id), caller.agent.key)
-    await layer.group_add(group, channel)
+    tenant_id = str(caller.actor.tenant.pk)
+    groups = [
+        subscriptions.group(tenant_id, str(caller.actor.id), caller.agent.key),
+        subscriptions.changes_group(tenant_id),
+    ]
+    for group in groups:
+        await layer.group_add(group, channel)
+    wanted = params.notifications
+    lists = {
+        "notifications/tools/list_changed": bool(wanted.tools_list_changed),
+        "notifications/prompts/list_changed": bool(wanted.prompts_list_changed),
+        "notifications/resources/list_changed": bool(wanted.resources_list_changed),
+    }
     made: list[str] = []
     try:
         for uri in uris:
             if await _feature(caller, mcp_features.subscribe, uri, about={"uri": uri[:200]}):
                 made.append(uri)
-        honored = types.SubscriptionFilter(resource_subscriptions=uris or None)
+        honored = types.SubscriptionFilter(
+            tools_list_changed=wanted.tools_list_changed or None,
+            prompts_list_changed=wanted.prompts_list_changed or None,
+            resources_list_changed=wanted.resources_list_changed or None,
+            resource_subscriptions=uris or None,
+        )
         await ctx.session.send_notification(
             types.SubscriptionsAcknowledgedNotification(
                 params=types.SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
@@ -500,9 +526,16 @@ async def subscriptions_listen(
                     params=types.ResourceUpdatedNotificationParams(uri=uri, _meta=meta)
                 )
                 await ctx.session.send_notification(update, related_request_id=ctx.request_id)
+            elif event.get("method") == subscriptions.LISTS_CHANGED:
+                for method, on in lists.items():
+                    if on:
+                        await ctx.session.send_notification(
+                            _list_changed(method, meta), related_request_id=ctx.request_id
+                        )
     finally:
         with anyio.CancelScope(shield=True):
-            await layer.group_discard(group, channel)
+            for group in groups:
+                await layer.group_discard(group, channel)
             for uri in made:  # what this stream subscribed ends with it
                 with contextlib.suppress(Exception):
                     await sync_to_async(_in_request)(caller, mcp_features.unsubscribe, uri)
