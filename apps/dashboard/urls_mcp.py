@@ -3,7 +3,7 @@ Toolgate's own MCP endpoint (``/mcp/<agent key>/``)."""
 
 from django.urls import URLPattern, path
 
-from apps.dashboard.views import agent_mcp, mcp
+from apps.dashboard.views import mcp
 
 AGENT = {"kind": "agent"}
 USER = {"kind": "user"}
@@ -69,8 +69,4 @@ urlpatterns: list[URLPattern] = [
     path("mcp-requests/", mcp.request_inbox, name="mcp_requests"),
     path("mcp-requests/<uuid:id>/", mcp.request_review, name="mcp_request_review"),
     path("mcp-requests/mine/", mcp.my_requests, name="mcp_my_requests"),
-    # An agent's MCP resources and prompts (under the agent, so the Agents section is highlighted).
-    path("agents/<str:key>/mcp/", agent_mcp.agent_mcp, name="agent_mcp"),
-    path("agents/<str:key>/mcp/read/", agent_mcp.agent_mcp_read, name="agent_mcp_read"),
-    path("agents/<str:key>/mcp/prompt/", agent_mcp.agent_mcp_prompt, name="agent_mcp_prompt"),
 ]

@@ -47,9 +47,10 @@ def _calls(tenant: Tenant) -> list[ToolCall]:
     return list(ToolCall.objects.for_tenant(tenant).order_by("created_at"))
 
 
-def test_the_agent_page_links_to_it(admin: Client, bot: Agent) -> None:
-    assert PAGE in admin.get("/agents/").content.decode()
+def test_the_agent_pages_link_to_it(admin: Client, viewer: Client, bot: Agent) -> None:
     assert PAGE in admin.get("/agents/bot/edit/").content.decode()
+    for url in ("/agents/bot/memory/", "/agents/bot/context-files/", "/agents/bot/knowledge/"):
+        assert PAGE in viewer.get(url).content.decode(), url
 
 
 def test_listing_for_a_viewer_without_forms(viewer: Client, library: MCPServer) -> None:
