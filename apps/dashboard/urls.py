@@ -1,6 +1,7 @@
 from django.urls import path
 
 from apps.dashboard import (
+    urls_agent_mcp,
     urls_approvals,
     urls_context_files,
     urls_custom_tools,
@@ -45,6 +46,7 @@ urlpatterns = [
     *urls_approvals.urlpatterns,
     *urls_teams.urlpatterns,
     *urls_mcp.urlpatterns,
+    *urls_agent_mcp.urlpatterns,
     *urls_custom_tools.urlpatterns,
     *urls_secure_cli.urlpatterns,
     *urls_sandbox.urlpatterns,
