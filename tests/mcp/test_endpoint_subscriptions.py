@@ -220,7 +220,7 @@ def test_a_2026_client_listens_for_the_updates_of_the_resources_it_names(base, t
     member = factories.make_api_key(tenant_a, Role.MEMBER)
     url = endpoint(base)
 
-    async def go() -> tuple[Any, list[str], str]:
+    async def go() -> tuple[Any, list[str], list[Any]]:
         async with (
             session(url, member, modern=True) as client,
             listen(client, resource_subscriptions=["watch://a"], tools_list_changed=True) as stream,
