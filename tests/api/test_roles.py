@@ -92,6 +92,12 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("patch", "/api/v1/tenant/", {"settings": {"sandbox": {"mode": "all"}}}, Role.ADMIN, 200),
     ("get", "/api/v1/tools/catalog/", None, Role.VIEWER, 200),
     ("get", "/api/v1/agents/{agent}/tools", None, Role.VIEWER, 200),
+    ("get", "/api/v1/agents/{agent}/mcp/resources", None, Role.VIEWER, 200),
+    ("get", "/api/v1/agents/{agent}/mcp/prompts", None, Role.VIEWER, 200),
+    # Without an MCP server of the agent's, a read and a get find nothing (404; they are tried against a
+    # real server in tests/mcp/test_api_features.py).
+    ("get", "/api/v1/agents/{agent}/mcp/resources/read?uri=library://readme", None, Role.MEMBER, 404),
+    ("post", "/api/v1/agents/{agent}/mcp/prompts/get", {"name": "mcp_lib__summarize"}, Role.MEMBER, 404),
     ("post", "/api/v1/runtime/execute", {"agent": "target", "tool": "datetime"}, Role.MEMBER, 200),
     ("get", "/api/v1/tool-calls/", None, Role.MEMBER, 200),
     *roles_policy.ACTIONS,

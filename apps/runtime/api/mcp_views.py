@@ -56,6 +56,11 @@ def wire(item: Any) -> dict[str, Any]:
 class _FeatureView(TenantViewMixin, APIView):
     query_input: type[ScopeQueryInput] = ScopeQueryInput
 
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """Another tenant's agent (or none) is 404 whatever the method, before a 405."""
+        super().initial(request, *args, **kwargs)
+        access_runtime_agent(actor=self.actor, key=kwargs["key"])
+
     def who(self, request: Request, key: str) -> tuple[mcp_features.For, dict[str, Any]]:
         agent = access_runtime_agent(actor=self.actor, key=key)
         query = self.query_input(data=request.query_params.dict())
