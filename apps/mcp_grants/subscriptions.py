@@ -53,6 +53,12 @@ def changes_group(tenant_id: str) -> str:
     return f"mcp-changes.{tenant_id}"
 
 
+def stream_groups(tenant_id: str, actor_id: str, agent_key: str) -> list[str]:
+    """The groups an update stream of one subscriber for one agent listens to: its own updates, and
+    its tenant's list changes."""
+    return [group(tenant_id, actor_id, agent_key), changes_group(tenant_id)]
+
+
 LISTS_CHANGED = "lists_changed"  # one message for the three notifications of LIST_CHANGED
 
 

@@ -184,8 +184,7 @@ def _size(contents: list[Any]) -> int:
 def read_resource(who: For, uri: str) -> types.ReadResourceResult:
     """``resources/read`` of ``uri`` on the one visible server that offers it, scrubbed, bounded and
     recorded; :class:`FeatureRefused` otherwise (recorded too)."""
-    if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_CHARS or "\x00" in uri:
-        raise FeatureRefused("invalid", f"uri: 1 to {MAX_URI_CHARS} characters, without NUL.")
+    uri = _check_uri(uri)
     started = time.perf_counter()
     scrubber, scrub = _scrubbing(who)
     server: MCPServer | None = None

@@ -40,11 +40,6 @@ SECRETS = ("hdr-value-7c1f2a9e", "key-value-5d3b8e41", "env-value-9a4c7f20", "cr
 
 
 @pytest.fixture
-def agent(tenant_a: Tenant):
-    return tenant_services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
-
-
-@pytest.fixture
 def live_events():
     """Subscribes a channel of this process to a tenant's topic group (or to one actor's ``me``) and
     reads back what was delivered to it, in order."""

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from apps.accounts import services as tenant_services
 from apps.audit.models import ToolCall
 from apps.mcp_grants import client as mcp_client
 from apps.mcp_grants import services
@@ -25,11 +24,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 LIBRARY = Path(__file__).resolve().parent / "servers" / "library.py"
 TOKEN = "rest-lib-token-3c9e1a7f"
 BASE = "/api/v1/agents/bot/mcp/"
-
-
-@pytest.fixture
-def agent(tenant_a: Tenant) -> Agent:
-    return tenant_services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from apps.accounts import services
 from apps.audit.models import ToolCall
 from apps.mcp_grants import client as mcp_client
 from apps.mcp_grants import services as mcp_services
@@ -35,16 +34,6 @@ pytestmark = [
 ]
 
 MODERN = Path(__file__).resolve().parent / "servers" / "modern.py"
-
-
-@pytest.fixture
-def base(live: Any) -> str:
-    return str(live.daphne())
-
-
-@pytest.fixture
-def agent(tenant_a: Tenant) -> Agent:
-    return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from apps.accounts import services
 from apps.audit.models import ToolCall
 from apps.mcp_grants import services as mcp_services
 from apps.mcp_grants.models import MCPServerTool
@@ -29,16 +28,6 @@ from tests import factories
 from tests.mcp.endpoint_client import call_tool, endpoint, list_tools, rest, rest_tools, session, text, wire
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def base(live: Any) -> str:
-    return str(live.daphne())
-
-
-@pytest.fixture
-def agent(tenant_a: Tenant) -> Agent:
-    return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
 
 
 @pytest.fixture

@@ -37,11 +37,6 @@ CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "d
 
 
 @pytest.fixture
-def base(live: Any) -> str:
-    return str(live.daphne())
-
-
-@pytest.fixture
 def keys(tenant_a: Tenant, tenant_b: Tenant) -> dict[str, str]:
     """Tenant A's agent ``bot`` and a key per role; tenant B's agent ``other`` and its owner's key."""
     services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")

@@ -38,16 +38,6 @@ PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwG
 
 
 @pytest.fixture
-def base(live: Any) -> str:
-    return str(live.daphne())
-
-
-@pytest.fixture
-def agent(tenant_a: Tenant) -> Agent:
-    return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
-
-
-@pytest.fixture
 def member(tenant_a: Tenant, agent: Agent) -> str:
     return factories.make_api_key(tenant_a, Role.MEMBER)
 

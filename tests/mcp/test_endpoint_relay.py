@@ -38,16 +38,6 @@ TOKEN = "relay-token-0b7c3e9d51"
 
 
 @pytest.fixture
-def base(live: Any) -> str:
-    return str(live.daphne())
-
-
-@pytest.fixture
-def agent(tenant_a: Tenant) -> Agent:
-    return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
-
-
-@pytest.fixture
 def demo(tenant_a: Tenant, agent: Agent) -> MCPServer:
     server = mcp_services.server_create(
         actor=Actor.system(tenant_a),

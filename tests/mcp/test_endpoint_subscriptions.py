@@ -44,16 +44,6 @@ WATCHED = Path(__file__).resolve().parent / "servers" / "watched.py"
 
 
 @pytest.fixture
-def base(live: Any) -> str:
-    return str(live.daphne())
-
-
-@pytest.fixture
-def agent(tenant_a: Tenant) -> Agent:
-    return services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
-
-
-@pytest.fixture
 def watched(tenant_a: Tenant, agent: Agent) -> MCPServer:
     server = mcp_services.server_create(
         actor=Actor.system(tenant_a),

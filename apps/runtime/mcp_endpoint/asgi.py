@@ -251,11 +251,7 @@ async def _stream_updates(found: server.Caller, receive: Any, send: Any) -> None
     layer = get_channel_layer()
     assert layer is not None, "settings.CHANNEL_LAYERS is always configured"
     channel = await layer.new_channel()
-    tenant_id = str(found.actor.tenant.pk)
-    groups = [
-        subscriptions.group(tenant_id, str(found.actor.id), found.agent.key),
-        subscriptions.changes_group(tenant_id),
-    ]
+    groups = subscriptions.stream_groups(str(found.actor.tenant.pk), str(found.actor.id), found.agent.key)
     for group in groups:
         await layer.group_add(group, channel)
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-store")]

@@ -487,11 +487,7 @@ async def subscriptions_listen(
     layer = get_channel_layer()
     assert layer is not None, "settings.CHANNEL_LAYERS is always configured"
     channel = await layer.new_channel()
-    tenant_id = str(caller.actor.tenant.pk)
-    groups = [
-        subscriptions.group(tenant_id, str(caller.actor.id), caller.agent.key),
-        subscriptions.changes_group(tenant_id),
-    ]
+    groups = subscriptions.stream_groups(str(caller.actor.tenant.pk), str(caller.actor.id), caller.agent.key)
     for group in groups:
         await layer.group_add(group, channel)
     wanted = params.notifications
