@@ -393,6 +393,29 @@ def is_modern(session: ClientSession) -> bool:
 MAX_INPUT_ROUNDS = 10
 
 
+async def answered(first_try: Callable[..., Awaitable[Any]], listener: notices.Listener | None) -> Any:
+    """A request on a 2026-07-28 connection that may answer with an ``InputRequiredResult`` (sampling,
+    elicitation): ``first_try(responses, state)`` sends it; the input requests are answered as a
+    handshake-era server's requests are (relayed to ``listener``'s client, or as when there is none:
+    ``notices.InFlight``: elicitation declined, sampling refused) and the request retried with the
+    answers, for at most :data:`MAX_INPUT_ROUNDS`."""
+    inflight = notices.InFlight(requests=1, listeners=[listener] if listener is not None else [])
+
+    async def dispatch(key: str, request: Any) -> Any:
+        if isinstance(request, CreateMessageRequest):
+            return await inflight.on_sampling(None, request.params)
+        if isinstance(request, ElicitRequest):
+            return await inflight.on_elicitation(None, request.params)
+        return ErrorData(code=METHOD_NOT_FOUND, message="Toolgate offers no roots.")
+
+    first = await first_try(None, None)
+    if not isinstance(first, InputRequiredResult):
+        return first
+    return await run_input_required_driver(
+        first, dispatch=dispatch, retry=first_try, max_rounds=MAX_INPUT_ROUNDS
+    )
+
+
 async def _modern_call(
     session: ClientSession,
     tool: str,
@@ -402,13 +425,10 @@ async def _modern_call(
     listener: notices.Listener | None,
 ) -> Any:
     """``tools/call`` on a 2026-07-28 connection: the log level wanted rides the request's ``_meta``,
-    and a result that asks for input (``InputRequiredResult``: sampling, elicitation) is answered as a
-    handshake-era server's requests are (relayed to the caller's client, or as when there is none:
-    ``notices.InFlight``) and the call retried with the answers, for at most :data:`MAX_INPUT_ROUNDS`."""
+    and a result that asks for input is answered (:func:`answered`)."""
     meta: Any = None
     if listener is not None and listener.levels:
         meta = {LOG_LEVEL_META_KEY: min(listener.levels, key=notices.LEVELS.index)}
-    inflight = notices.InFlight(requests=1, listeners=[listener] if listener is not None else [])
 
     async def call(responses: Any = None, state: str | None = None) -> Any:
         return await session.call_tool(
@@ -422,17 +442,7 @@ async def _modern_call(
             allow_input_required=True,
         )
 
-    async def dispatch(key: str, request: Any) -> Any:
-        if isinstance(request, CreateMessageRequest):
-            return await inflight.on_sampling(None, request.params)
-        if isinstance(request, ElicitRequest):
-            return await inflight.on_elicitation(None, request.params)
-        return ErrorData(code=METHOD_NOT_FOUND, message="Toolgate offers no roots.")
-
-    first = await call()
-    if not isinstance(first, InputRequiredResult):
-        return first
-    return await run_input_required_driver(first, dispatch=dispatch, retry=call, max_rounds=MAX_INPUT_ROUNDS)
+    return await answered(call, listener)
 
 
 async def _watched(stack: contextlib.AsyncExitStack, source: Any, ended: asyncio.Event) -> Any:

@@ -122,8 +122,21 @@ def list_resource_templates(server: MCPServer, user_id: str) -> tuple[list[types
 
 
 def read_resource(server: MCPServer, user_id: str, uri: str) -> types.ReadResourceResult:
-    """``resources/read`` of ``uri`` on the server."""
-    return _request(server, user_id, lambda session, remaining: session.read_resource(uri), "resources/read")
+    """``resources/read`` of ``uri`` on the server (a 2026-07-28 server's request for input answered as
+    with no client: :func:`apps.mcp_grants.client.answered`)."""
+
+    async def send(session: ClientSession, remaining: float) -> types.ReadResourceResult:
+        if not client.is_modern(session):
+            return await session.read_resource(uri)
+        answer: types.ReadResourceResult = await client.answered(
+            lambda responses, state: session.read_resource(
+                uri, input_responses=responses, request_state=state, allow_input_required=True
+            ),
+            None,
+        )
+        return answer
+
+    return _request(server, user_id, send, "resources/read")
 
 
 def list_prompts(server: MCPServer, user_id: str) -> tuple[list[types.Prompt], bool]:
@@ -140,10 +153,21 @@ def list_prompts(server: MCPServer, user_id: str) -> tuple[list[types.Prompt], b
 def get_prompt(
     server: MCPServer, user_id: str, name: str, arguments: dict[str, str]
 ) -> types.GetPromptResult:
-    """``prompts/get`` of the server's prompt ``name`` (its own name)."""
-    return _request(
-        server, user_id, lambda session, remaining: session.get_prompt(name, arguments), "prompts/get"
-    )
+    """``prompts/get`` of the server's prompt ``name`` (its own name; a 2026-07-28 server's request for
+    input answered as with no client: :func:`apps.mcp_grants.client.answered`)."""
+
+    async def send(session: ClientSession, remaining: float) -> types.GetPromptResult:
+        if not client.is_modern(session):
+            return await session.get_prompt(name, arguments)
+        answer: types.GetPromptResult = await client.answered(
+            lambda responses, state: session.get_prompt(
+                name, arguments, input_responses=responses, request_state=state, allow_input_required=True
+            ),
+            None,
+        )
+        return answer
+
+    return _request(server, user_id, send, "prompts/get")
 
 
 def complete(

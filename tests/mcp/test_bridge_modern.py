@@ -107,3 +107,16 @@ def test_a_2026_only_server_is_discovered_and_its_tools_called_relayed_and_chatt
             json={"agent": "bot", "tool": "mcp_modern__ask_name", "args": {"text": "q"}},
         ).json()
     assert body["for_llm"] == "no name: decline"
+
+    # A resource read and a prompt get that ask for input the 2026-07-28 way are driven too; through the
+    # REST API there is no client to ask, so the elicitation is declined and the server's answer for
+    # that comes back (not an error).
+    with rest(base, member) as http:
+        read = http.get("/api/v1/agents/bot/mcp/resources/read", params={"uri": "modern://greeting"})
+        prompts = http.get("/api/v1/agents/bot/mcp/prompts").json()["prompts"]
+        [greet] = [p["name"] for p in prompts if p["name"].endswith("greet")]
+        got = http.post("/api/v1/agents/bot/mcp/prompts/get", json={"name": greet, "arguments": {}})
+    assert read.status_code == 200, read.text
+    assert [c["text"] for c in read.json()["contents"]] == ["no name: decline"]
+    assert got.status_code == 200, got.text
+    assert [m["content"]["text"] for m in got.json()["messages"]] == ["no name: decline"]

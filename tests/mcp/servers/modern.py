@@ -2,7 +2,9 @@
 refuses the ``initialize`` handshake (``-32022``, naming 2026-07-28) and answers ``server/discover``.
 Tools: ``echo``; ``chatty`` (progress, and log messages at the level the request's ``_meta`` asks
 for); ``ask_name`` (elicitation, the 2026-07-28 way: an ``InputRequiredResult``, then the retried call
-with the answer). ``python modern.py`` (stdio)."""
+with the answer). A resource ``modern://greeting`` and a prompt ``greet`` that ask for a name the same
+way before answering (``name: <accepted name>`` or ``no name: <action>``). ``python modern.py``
+(stdio)."""
 
 from __future__ import annotations
 
@@ -67,8 +69,59 @@ async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> Any:
     return _text(f"no name: {getattr(answer, 'action', 'none')}")
 
 
+def _asked(answers: types.InputResponses | None, why: str) -> str | types.InputRequiredResult:
+    """The name in ``answers``, or an ``InputRequiredResult`` asking for it (``why`` in the question)."""
+    answer = (answers or {}).get("name")
+    if answer is None:
+        question = types.ElicitRequestFormParams(
+            message=f"Your name, please ({why})",
+            requested_schema={"type": "object", "properties": {"name": {"type": "string"}}},
+        )
+        return types.InputRequiredResult(input_requests={"name": types.ElicitRequest(params=question)})
+    if isinstance(answer, types.ElicitResult) and answer.action == "accept" and answer.content:
+        return f"name: {answer.content.get('name')}"
+    return f"no name: {getattr(answer, 'action', 'none')}"
+
+
+GREETING = "modern://greeting"
+
+
+async def list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[types.Resource(uri=GREETING, name="greeting")])
+
+
+async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> Any:
+    asked = _asked(params.input_responses, "resource")
+    if not isinstance(asked, str):
+        return asked
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=str(params.uri), mime_type="text/plain", text=asked)]
+    )
+
+
+async def list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[types.Prompt(name="greet", description="Greet by name.")])
+
+
+async def get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> Any:
+    asked = _asked(params.input_responses, "prompt")
+    if not isinstance(asked, str):
+        return asked
+    message = types.PromptMessage(role="user", content=types.TextContent(text=asked))
+    return types.GetPromptResult(messages=[message])
+
+
 def build() -> Server[Any]:
-    server: Server[Any] = Server("modern", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
+    server: Server[Any] = Server(
+        "modern",
+        version="1.0.0",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
     server.middleware.append(refuse_handshake)
     return server
 
