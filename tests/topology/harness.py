@@ -209,12 +209,16 @@ class Node:
         return self.log.read_text(errors="replace")
 
     def kill(self) -> None:
-        """SIGKILL the node: its supervisor and every process of its children's groups, as a crash would."""
+        """SIGKILL the node: its supervisor and every process of its children's groups, as a crash would;
+        returns once none of them is left (their listening sockets closed)."""
         assert self.process is not None
         for pid in [self.process.pid, *self.children]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
         self.process.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in self.children) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -223,6 +227,15 @@ class Node:
                 self.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has: its sockets are closed)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
 
 
 class Topology:
