@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.db import transaction
 
 from apps.accounts import services
 from apps.tenants.actors import Actor
@@ -118,14 +121,40 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
 ]
 
 
+@pytest.fixture(scope="module")
+def matrix_tenant(django_db_setup: None, django_db_blocker: Any) -> Iterator[tuple[Tenant, dict[str, str]]]:
+    """One tenant with every target of the matrix, made once: in a transaction kept open around the
+    module's tests (each test runs in a savepoint of it, rolled back after it) and rolled back at the end.
+    Making the targets takes longer than most requests they serve."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        tenant = factories.make_tenant("role-matrix")
+        ids = _targets(tenant)
+    try:
+        yield tenant, ids
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+# Every test starts the shared tenant at a configuration version of its own: what a process keeps per
+# (tenant, version) (the resolved policy, runtime agents, custom tools) then never carries a change a
+# rolled-back test made into the next one, as it never does across committed changes.
+_VERSIONS = itertools.count(1_000_000, 1_000)
+
+
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize(
     ("method", "template", "body", "least", "success"), ACTIONS, ids=[f"{a[0]} {a[1]}" for a in ACTIONS]
 )
-def test_role_matrix(role, method, template, body, least, success, tenant_a):
-    ids = _targets(tenant_a)
-    client = factories.key_client(factories.make_api_key(tenant_a, role))
-    before = tenant_state(tenant_a)
+def test_role_matrix(role, method, template, body, least, success, matrix_tenant):
+    tenant, ids = matrix_tenant
+    Tenant.objects.filter(pk=tenant.pk).update(config_version=next(_VERSIONS))
+    tenant.refresh_from_db()
+    client = factories.key_client(factories.make_api_key(tenant, role))
+    before = tenant_state(tenant)
 
     response = getattr(client, method)(template.format(**ids), body, format="json")
 
@@ -137,7 +166,7 @@ def test_role_matrix(role, method, template, body, least, success, tenant_a):
         assert error["code"] == "permission_denied"
         assert least in error["message"]
         assert role in error["message"]
-        assert tenant_state(tenant_a) == before
+        assert tenant_state(tenant) == before
 
 
 def test_an_owner_may_mint_an_owner_key(tenant_a):
