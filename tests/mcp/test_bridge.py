@@ -279,6 +279,11 @@ def test_a_hung_server_bounds_its_calls_and_leaves_other_servers_and_sessions_al
         tenant=tenant_a, server=hanging, user_id="alice", env_encrypted='{"TOKEN": "alice-token-abcdefgh"}'
     )
     assert call(member_a, "mcp_hung__echo", {"text": "before"})["for_llm"] == "before"
+    # The user's own session (a process of its own) is opened first, with time to spare on a busy
+    # machine: a call's connecting counts against the server's 2 s timeout.
+    mgr = client.manager()
+    own = client.endpoint_for(hanging, client.credential_for(hanging, "alice"))
+    mgr.run(mgr.session(own, time.monotonic() + 30), 40)
     assert call(member_a, "mcp_hung__echo", {"text": "own"}, user_id="alice")["for_llm"] == "own"
     other_client = factories.key_client(factories.make_api_key(tenant_a, Role.MEMBER))
 
