@@ -117,7 +117,7 @@ def stats_window(stats_range: StatsRange, now: datetime | None = None) -> tuple[
 
 
 # One query over the ``toolcall_tenant_time`` index; the actor filter is on when the first flag is false.
-_SERIES_SQL = f"""
+SERIES_SQL = f"""
 SELECT date_bin(%(step)s::interval, created_at, %(start)s) AS bucket,
        count(*),
        count(*) FILTER (WHERE decision = 'allowed' AND status = 'ok'),
@@ -152,7 +152,7 @@ def tool_call_series(
         "ids": [id_ for _, id_ in actors or ()],
     }
     with connection.cursor() as cursor:
-        cursor.execute(_SERIES_SQL, params)
+        cursor.execute(SERIES_SQL, params)
         rows = {row[0]: row for row in cursor.fetchall()}
     buckets = []
     for index in range(stats_range.buckets):

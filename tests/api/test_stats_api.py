@@ -182,13 +182,13 @@ def test_needs_you_counts_what_waits(tenant_a, tenant_b, admin_a):
                 status=status,
                 expires_at=now + timedelta(seconds=expires),
             )
-    for status in (MCPServer.Status.CONNECTED, MCPServer.Status.ERROR, MCPServer.Status.UNKNOWN):
+    for health in (MCPServer.Status.CONNECTED, MCPServer.Status.ERROR, MCPServer.Status.UNKNOWN):
         MCPServer.objects.create(
             tenant=tenant_a,
-            name=f"s-{status}",
+            name=f"s-{health}",
             transport="streamable-http",
             url="https://example.com/mcp",
-            status=status,
+            status=health,
         )
     MCPServer.objects.create(
         tenant=tenant_a,
@@ -198,7 +198,8 @@ def test_needs_you_counts_what_waits(tenant_a, tenant_b, admin_a):
         status=MCPServer.Status.ERROR,
         enabled=False,
     )
-    server = MCPServer.objects.for_tenant(tenant_a).first()
+    server = MCPServer.objects.for_tenant(tenant_a).order_by("name").first()
+    assert server is not None
     AccessRequest.objects.create(
         tenant=tenant_a,
         server=server,
@@ -277,20 +278,18 @@ def test_the_series_reads_the_tenant_time_index(tenant_a, tenant_b):
         call.created_at = now - timedelta(hours=index % (24 * 60))
     ToolCall.objects.dangerously_all_tenants().bulk_update(rows, ["created_at"], batch_size=500)
     start, end = stats_window(STATS_RANGES["week"])
+    params: dict[str, Any] = {
+        "step": timedelta(hours=6),
+        "start": start,
+        "end": end,
+        "tenant": tenant_a.pk,
+        "denied": ["denied"],
+        "everyone": True,
+        "kinds": [],
+        "ids": [],
+    }
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE audit_toolcall")
-        cursor.execute(
-            "EXPLAIN " + selectors._SERIES_SQL,
-            {
-                "step": timedelta(hours=6),
-                "start": start,
-                "end": end,
-                "tenant": tenant_a.pk,
-                "denied": ["denied"],
-                "everyone": True,
-                "kinds": [],
-                "ids": [],
-            },
-        )
+        cursor.execute("EXPLAIN " + selectors.SERIES_SQL, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "toolcall_tenant_time" in plan, plan
