@@ -85,7 +85,10 @@
         legend: { show: true },
         scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, Math.max(1, max || 0)]; } } },
         axes: [{}, { label: yLabel, size: 50 }],
-        series: [{}].concat(series),
+        // Points as well as lines: a value alone in its range (one busy minute) still shows.
+        series: [{}].concat(series.map(function (one) {
+          return Object.assign({ points: { show: true, size: 5 } }, one);
+        })),
       },
       data,
       canvas
