@@ -77,7 +77,7 @@
       delete charts[name];
     }
     if (!window.uPlot) return;
-    const width = Math.max(240, canvas.clientWidth || 320);
+    const width = Math.max(160, canvas.clientWidth || 320);
     charts[name] = new window.uPlot(
       {
         width: width,
@@ -269,7 +269,7 @@
     resizeTimer = window.setTimeout(function () {
       Object.keys(charts).forEach(function (name) {
         const canvas = document.querySelector('[data-chart="' + name + '"] .chart-canvas');
-        charts[name].setSize({ width: Math.max(240, canvas.clientWidth), height: 180 });
+        charts[name].setSize({ width: Math.max(160, canvas.clientWidth), height: 180 });
       });
     }, 200);
   });

@@ -121,6 +121,22 @@ def test_the_overview_charts_and_needs_you_live(live):
             expect(member_page.locator('[data-need="mcp_servers_not_connected"]')).to_have_count(0)
             expect(member_page.locator('[data-top="tools"]')).not_to_contain_text("datetime")
             shot(member_page, "overview-member")
+
+            # At phone width the charts and the strip fit their section (no sideways scrolling in it).
+            member_page.set_viewport_size({"width": 390, "height": 844})
+            member_page.reload()
+            expect(member_calls).to_have_attribute("data-total", "3")
+            member_page.wait_for_function(
+                "document.querySelector('[data-chart=\\'calls\\'] .uplot').offsetWidth"
+                " <= document.querySelector('[data-chart=\\'calls\\']').clientWidth"
+            )
+            for section in (".overview-charts", "[data-overview-needs]"):
+                fits = member_page.evaluate(
+                    "s => { const n = document.querySelector(s); return n.scrollWidth <= n.clientWidth; }",
+                    section,
+                )
+                assert fits, section
+            shot(member_page, "overview-member-phone")
         finally:
             browser.close()
             api.close()

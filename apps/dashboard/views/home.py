@@ -35,13 +35,14 @@ def home(request: DashboardRequest) -> HttpResponse:
     tenant = actor.tenant
     can_admin = actor.can(Role.ADMIN)
     chosen = request.GET.get("range", "day")
+    chosen = chosen if chosen in STATS_RANGES else "day"
     context = {
         "can_admin": can_admin,
         "can_member": actor.can(Role.MEMBER),
         "ranges": list(STATS_RANGES),
-        "range": chosen if chosen in STATS_RANGES else "day",
+        "range": chosen,
         "overview_config": {
-            "range": chosen if chosen in STATS_RANGES else "day",
+            "range": chosen,
             "urls": {
                 "series": reverse("stats-tool-calls"),
                 "top": reverse("stats-top"),
