@@ -43,6 +43,7 @@ from bench import (  # noqa: E402
     mcp_endpoint,
     measure,
     memory_search,
+    overview,
     policy,
     sandbox,
     scrub,
@@ -121,10 +122,15 @@ def main() -> int:
         help="measure only the MCP bridge against the SDK directly (bench.mcp_bridge)",
     )
     parser.add_argument(
+        "--only-overview",
+        action="store_true",
+        help="measure only the Overview's endpoints and page with 100,000 tool calls (bench.overview)",
+    )
+    parser.add_argument(
         "--web-workers", type=int, default=None, help="N for bench.web_workers (default: cores)"
     )
     args = parser.parse_args()
-    if args.only_web_workers or args.only_mcp_bridge:
+    if args.only_web_workers or args.only_mcp_bridge or args.only_overview:
         args.skip_sandbox = True
     # The Docker engine is checked (and the busybox image built) before minutes are spent on the rest.
     try:
@@ -151,6 +157,9 @@ def main() -> int:
                     workers=args.web_workers,
                 )
             )
+            return 0
+        if args.only_overview:
+            print("\n".join(overview.run(tenant=seeded.tenant, api_key=seeded.api_key, seconds=args.seconds)))
             return 0
         if args.only_mcp_bridge:
             print(
@@ -219,6 +228,7 @@ def main() -> int:
             http=not args.skip_http,
         )
         memory_lines = memory_search.run(tenant=seeded.tenant)
+        overview_lines = overview.run(tenant=seeded.tenant, api_key=seeded.api_key, seconds=args.seconds)
         sandbox_lines = None if sandboxed is None else sandbox.run(tenant=seeded.tenant, prepared=sandboxed)
     finally:
         connections.close_all()
@@ -253,6 +263,7 @@ def main() -> int:
     print("\n" + "\n".join(policy_lines))
     print("\n" + "\n".join(team_lines))
     print("\n" + "\n".join(memory_lines))
+    print("\n" + "\n".join(overview_lines))
     if sandbox_lines is not None:
         print("\n" + "\n".join(sandbox_lines))
     if args.show_queries:

@@ -31,9 +31,13 @@ class BareView(APIView):
 
 class AuthedView(TenantViewMixin, APIView):
     """What any authenticated API call costs: the product's authentication (API key) and role check,
-    the JSON body parsed, and a constant answer shaped like ``/runtime/execute``'s."""
+    the JSON body parsed, and a constant answer shaped like ``/runtime/execute``'s (a GET: the same
+    without a body, for read endpoints)."""
 
     write_role = Role.MEMBER
+
+    def get(self, request: Request) -> Response:
+        return Response({"ok": True})
 
     def post(self, request: Request) -> Response:
         assert isinstance(request.data, dict)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from django.db.models import QuerySet
+from django.db import connection
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
 from apps.audit.models import AuditEvent, ToolCall
 from apps.tenants.models import Tenant
@@ -66,3 +71,142 @@ def tool_call_list(
         "created_at__lt": until,
     }
     return qs.filter(**{k: v for k, v in filters.items() if v is not None}).order_by("-created_at", "-id")
+
+
+# --- aggregates of the tool calls (the Overview) ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatsRange:
+    """A fixed window of ``buckets`` buckets of ``step`` each, ending at the next boundary after now."""
+
+    name: str
+    step: timedelta
+    buckets: int
+
+
+STATS_RANGES = {
+    "hour": StatsRange("hour", timedelta(minutes=1), 60),
+    "day": StatsRange("day", timedelta(hours=1), 24),
+    "week": StatsRange("week", timedelta(hours=6), 28),
+}
+TOP_LIMIT = 10
+# Outcomes of a call: the tool ran and succeeded or failed, the policy (or the safeguard, the origin
+# rules, a human) refused it, or it never ran for another reason (unknown tool, invalid arguments, rate
+# limited, unavailable here).
+DENIED_DECISIONS = (
+    ToolCall.Decision.DENIED,
+    ToolCall.Decision.ORIGIN_DENIED,
+    ToolCall.Decision.APPROVAL_DENIED,
+    ToolCall.Decision.SAFEGUARD,
+)
+OUTCOMES = ("ok", "error", "denied", "refused")
+
+# Actors whose calls count: None for the whole tenant, else (kind, id) pairs.
+ActorPairs = Sequence[tuple[str, str]] | None
+
+
+def stats_window(stats_range: StatsRange, now: datetime | None = None) -> tuple[datetime, datetime]:
+    """The window's start and end: ``end`` is the first bucket boundary after ``now`` (boundaries are
+    whole multiples of the step since the Unix epoch, UTC)."""
+    now = now or timezone.now()
+    step = stats_range.step.total_seconds()
+    end_ts = (int(now.timestamp() // step) + 1) * step
+    end = datetime.fromtimestamp(end_ts, tz=UTC)
+    return end - stats_range.step * stats_range.buckets, end
+
+
+# One query over the ``toolcall_tenant_time`` index; the actor filter is on when the first flag is false.
+SERIES_SQL = f"""
+SELECT date_bin(%(step)s::interval, created_at, %(start)s) AS bucket,
+       count(*),
+       count(*) FILTER (WHERE decision = 'allowed' AND status = 'ok'),
+       count(*) FILTER (WHERE decision = 'allowed' AND status <> 'ok'),
+       count(*) FILTER (WHERE decision = ANY(%(denied)s::varchar[])),
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) FILTER (WHERE decision = 'allowed'),
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) FILTER (WHERE decision = 'allowed')
+  FROM {ToolCall._meta.db_table}
+ WHERE tenant_id = %(tenant)s AND created_at >= %(start)s AND created_at < %(end)s
+   AND (%(everyone)s OR (actor_kind, actor_id) IN (
+        SELECT * FROM unnest(%(kinds)s::varchar[], %(ids)s::varchar[])))
+ GROUP BY bucket
+"""  # noqa: S608 (the only interpolation is the table name, a constant)
+
+
+def tool_call_series(
+    *, tenant: Tenant, stats_range: StatsRange, actors: ActorPairs = None, now: datetime | None = None
+) -> dict[str, Any]:
+    """The tenant's tool calls (with ``actors``, only theirs) in the window of ``stats_range``, bucketed:
+    per bucket the count of each outcome, the median and 95th percentile of the duration of the calls
+    that ran (decision ``allowed``), and the error rate (calls that ran and failed over all calls).
+    One query over the ``toolcall_tenant_time`` index; every bucket is present, empty ones with zeros."""
+    start, end = stats_window(stats_range, now)
+    params: dict[str, Any] = {
+        "step": stats_range.step,
+        "start": start,
+        "end": end,
+        "tenant": tenant.pk,
+        "denied": [str(d) for d in DENIED_DECISIONS],
+        "everyone": actors is None,
+        "kinds": [kind for kind, _ in actors or ()],
+        "ids": [id_ for _, id_ in actors or ()],
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(SERIES_SQL, params)
+        rows = {row[0]: row for row in cursor.fetchall()}
+    buckets = []
+    for index in range(stats_range.buckets):
+        at = start + stats_range.step * index
+        row = rows.get(at)
+        total, ok, error, denied_n = (int(v) for v in row[1:5]) if row else (0, 0, 0, 0)
+        buckets.append(
+            {
+                "start": at,
+                "total": total,
+                "ok": ok,
+                "error": error,
+                "denied": denied_n,
+                "refused": total - ok - error - denied_n,
+                "p50_ms": _ms(row[5]) if row else None,
+                "p95_ms": _ms(row[6]) if row else None,
+                "error_rate": round(error / total, 4) if total else None,
+            }
+        )
+    return {
+        "range": stats_range.name,
+        "start": start,
+        "end": end,
+        "bucket_seconds": int(stats_range.step.total_seconds()),
+        "buckets": buckets,
+    }
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 3)
+
+
+def tool_call_top(
+    *,
+    tenant: Tenant,
+    stats_range: StatsRange,
+    field: str,
+    actors: ActorPairs = None,
+    now: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The ``TOP_LIMIT`` tools (``field="tool"``) or agents (``field="agent_key"``) with the most calls
+    in the window, most first (ties by name), each with its count of calls that ran and failed."""
+    if field not in {"tool", "agent_key"}:
+        raise ValueError(f"unknown field {field!r}")
+    start, end = stats_window(stats_range, now)
+    calls = ToolCall.objects.for_tenant(tenant).filter(created_at__gte=start, created_at__lt=end)
+    if actors is not None:
+        mine = Q(pk__in=[])
+        for kind, id_ in actors:
+            mine |= Q(actor_kind=kind, actor_id=id_)
+        calls = calls.filter(mine)
+    rows = (
+        calls.values(field)
+        .annotate(calls=Count("id"), failed=Count("id", filter=Q(decision="allowed") & ~Q(status="ok")))
+        .order_by("-calls", field)[:TOP_LIMIT]
+    )
+    return [{"name": row[field], "calls": row["calls"], "failed": row["failed"]} for row in rows]

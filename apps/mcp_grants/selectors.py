@@ -179,3 +179,16 @@ def server_counts_by_status() -> dict[str, int]:
         key = row["status"] if row["enabled"] else "disabled"
         counts[key] = counts.get(key, 0) + int(row["count"])
     return counts
+
+
+def pending_request_count(actor: Actor) -> int:
+    """How many access requests ``actor`` sees (administrators: the tenant's; anyone else: their own)
+    wait for a review."""
+    return int(visible_requests(actor).filter(status=AccessRequest.Status.PENDING).count())
+
+
+def servers_not_connected_count(*, tenant: Tenant) -> int:
+    """How many enabled MCP servers of ``tenant`` are not connected (in error, disconnected, or never
+    reached)."""
+    servers = MCPServer.objects.for_tenant(tenant).filter(enabled=True)
+    return int(servers.exclude(status=MCPServer.Status.CONNECTED).count())

@@ -6,9 +6,10 @@ tenant's policy lock)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Max
+from django.db.models import Count, Max, Min, Q
 from django.db.models.functions import Now
 
 from apps.policy.approval_models import ApprovalStatus, PendingApproval
@@ -70,3 +71,21 @@ def approvals_waiting_count() -> int:
         .filter(status=ApprovalStatus.PENDING, expires_at__gt=Now())
         .count()
     )
+
+
+def approvals_waiting(
+    *, tenant: Tenant, requested_by: Sequence[tuple[str, str]] | None = None
+) -> tuple[int, Any]:
+    """How many approvals of ``tenant`` wait for a decision (pending and not yet expired, by the
+    database's clock) and when the first of them expires (None when none waits); with
+    ``requested_by`` ((kind, id) pairs), only those these actors' calls asked for."""
+    waiting = PendingApproval.objects.for_tenant(tenant).filter(
+        status=ApprovalStatus.PENDING, expires_at__gt=Now()
+    )
+    if requested_by is not None:
+        mine = Q(pk__in=[])
+        for kind, id_ in requested_by:
+            mine |= Q(requested_by_kind=kind, requested_by_id=id_)
+        waiting = waiting.filter(mine)
+    row = waiting.aggregate(count=Count("id"), first_expiry=Min("expires_at"))
+    return int(row["count"]), row["first_expiry"]

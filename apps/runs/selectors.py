@@ -8,7 +8,9 @@ missing row and another tenant's alike; the caller turns that into its own 404.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.db.models import Q, QuerySet
@@ -167,3 +169,17 @@ def running_run(*, tenant: Tenant, session: Session) -> Run | None:
         .order_by("-created_at")
         .first()
     )
+
+
+def failed_run_count(
+    *, tenant: Tenant, since: datetime, starters: Sequence[tuple[str, str]] | None = None
+) -> int:
+    """How many runs of ``tenant`` created since ``since`` failed; with ``starters`` ((kind, id) pairs),
+    only the runs those actors started."""
+    runs = Run.objects.for_tenant(tenant).filter(status=Run.Status.FAILED, created_at__gte=since)
+    if starters is not None:
+        mine = Q(pk__in=[])
+        for kind, id_ in starters:
+            mine |= Q(started_by_kind=kind, started_by_id=id_)
+        runs = runs.filter(mine)
+    return int(runs.count())

@@ -432,3 +432,8 @@ def escalation_list(*, tenant: Tenant, team: Team | None = None) -> QuerySet[Esc
 def team_events(*, team: Team) -> QuerySet[TaskEvent]:
     """The task events of ``team`` (those of deleted tasks included), newest first."""
     return TaskEvent.objects.for_tenant(team.tenant).filter(team_id=team.pk).order_by("-created_at", "-id")
+
+
+def open_escalation_total(*, tenant: Tenant) -> int:
+    """How many escalations of ``tenant`` are open, over all its teams."""
+    return int(Escalation.objects.for_tenant(tenant).filter(state=Escalation.State.OPEN).count())

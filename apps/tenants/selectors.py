@@ -109,3 +109,9 @@ def setting_secrets_for_call(*, tenant: Tenant, agent: Agent) -> tuple[dict[str,
                 _CALL_SECRETS.clear()
             _CALL_SECRETS[cache_key] = found
     return dict(found[0]), dict(found[1])
+
+
+def api_key_ids_created_by(*, tenant: Tenant, user_id: Any) -> list[str]:
+    """The ids of every API key of ``tenant`` that the user ``user_id`` made, revoked ones included."""
+    keys = ApiKey.objects.for_tenant(tenant).filter(created_by_id=user_id)
+    return [str(pk) for pk in keys.order_by("created_at", "id").values_list("pk", flat=True)]
