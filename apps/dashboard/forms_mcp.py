@@ -508,13 +508,19 @@ class AccessRequestForm(ToolPickerForm):
 
 class ReviewForm(DashboardForm):
     """An administrator's decision on a request: approve (with the tools it asked for, or fewer) or
-    reject, with a note for the requester."""
+    reject, with a note for the requester (required to reject, and a rejection is confirmed first)."""
 
     decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
     note = forms.CharField(
-        max_length=MAX_REASON, required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Note"
+        max_length=MAX_REASON,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Note for the requester",
+        help_text="Shown to the requester with the decision; required to reject (say why).",
     )
     narrow = forms.BooleanField(required=False, widget=forms.HiddenInput)
+    # A rejection is confirmed on a page of its own that shows the note first.
+    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
     all_tools = forms.BooleanField(required=False, label="All tools of the server")
     tool_allow = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, label="Grant these tools"
@@ -535,6 +541,8 @@ class ReviewForm(DashboardForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        if cleaned.get("decision") == "reject" and not self.errors and not cleaned.get("note", "").strip():
+            self.add_error("note", "Write a note saying why the request is rejected: the requester reads it.")
         if self.errors or cleaned.get("decision") != "approve" or not cleaned.get("narrow"):
             return cleaned
         chosen = cleaned.get("tool_allow", [])

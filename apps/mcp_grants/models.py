@@ -184,6 +184,8 @@ class AccessRequest(TenantScoped):
     )
     user_id = models.CharField(max_length=255, blank=True, default="")
     tool_allow = models.JSONField(null=True, blank=True)
+    # What an approval granted: the request's tool_allow, or fewer (NULL: all tools, or not approved).
+    granted_tool_allow = models.JSONField(null=True, blank=True)
     reason = models.TextField(blank=True, default="")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     requested_by = models.CharField(max_length=255)

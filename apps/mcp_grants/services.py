@@ -470,6 +470,7 @@ def request_data(req: AccessRequest) -> dict[str, Any]:
         "agent": req.agent.key if req.agent is not None else None,
         "user_id": req.user_id,
         "tool_allow": req.tool_allow,
+        "granted_tool_allow": req.granted_tool_allow,
         "reason": req.reason,
         "status": req.status,
         "requested_by": req.requested_by,
@@ -585,7 +586,17 @@ def request_review(
     req.reviewed_by = actor.label[:255]
     req.reviewed_at = timezone.now()
     req.review_note = note
-    req.save(update_fields=["status", "reviewed_by", "reviewed_at", "review_note", "updated_at"])
+    req.granted_tool_allow = granted if approved else None
+    req.save(
+        update_fields=[
+            "status",
+            "reviewed_by",
+            "reviewed_at",
+            "review_note",
+            "granted_tool_allow",
+            "updated_at",
+        ]
+    )
     data = request_data(req)
     grant: AgentGrant | UserGrant | None = None
     if approved:

@@ -6,6 +6,7 @@ browser starts and checked in the database after it has closed (no ORM calls whi
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -164,3 +165,94 @@ def test_a_pending_row_stops_being_actionable_at_its_expiry(live):
             shot(page, "approvals-expired-row")
         finally:
             browser.close()
+
+
+def _ask(tenant, agent, command: str, seconds: float) -> PendingApproval:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from apps.policy import approval_services
+
+    approval = approval_services.approval_request(
+        actor=Actor.system(tenant),
+        agent=agent,
+        call_id=command[-1] * 32,
+        tool="exec",
+        command=command,
+        cwd="",
+        shapes=[{"command": command, "binary_path": "/usr/bin/touch", "shape": "/usr/bin/touch *"}],
+        reason="approval required",
+        package_install=False,
+        origin="user",
+        session_key="s-1",
+        user_id="",
+        wait=True,  # nobody waits: the page alone notices the expiry
+    )
+    expires = approval_services.database_now() + timedelta(seconds=seconds)
+    PendingApproval.objects.for_tenant(tenant).filter(pk=approval.pk).update(expires_at=expires)
+    return approval
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium (apt-get install chromium)")
+def test_rows_count_down_and_leave_at_expiry_and_allow_always_confirms_its_rule(live):
+    from apps.policy.approval_models import ApprovalRule
+
+    base = live.daphne()
+    tenant = factories.make_tenant("umbrella")
+    admin = factories.make_user(tenant, Role.ADMIN, email="admin@umbrella.test")
+    agent = services.agent_create(actor=Actor.system(tenant), key="helper", name="Helper")
+    short = _ask(tenant, agent, "touch soon-gone.txt", 16)
+    kept = _ask(tenant, agent, "touch kept.txt", 600)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 860}, base_url=base)
+            page = context.new_page()
+            page.set_default_timeout(10_000)
+            log_in(page, base, admin.email)
+            page.goto(f"{base}/approvals/")
+            pending = page.locator("table.approvals-table tbody tr")
+            expect(pending).to_have_count(2)
+
+            # Allow always shows the exact rule first; nothing is stored until it is confirmed.
+            pending.filter(has_text="kept.txt").get_by_role("button", name="Allow always").click()
+            expect(page.get_by_role("heading", name="Allow always: confirm the rule")).to_be_visible()
+            preview = page.locator("table.rule-preview tbody tr")
+            expect(preview).to_have_count(1)
+            expect(preview).to_contain_text("/usr/bin/touch *")
+            expect(preview).to_contain_text("agent helper")
+            expect(preview).to_contain_text("admin@umbrella.test")
+            expect(preview).to_contain_text("new rule")
+            page.get_by_role("button", name="Create the rule and allow").click()
+            expect(page.get_by_role("status").filter(has_text="allowed always")).to_be_visible()
+
+            # The other counts down in text, then stops being actionable and leaves the list, live.
+            row = pending.filter(has_text="soon-gone.txt")
+            countdown = row.locator("[data-countdown-text]")
+            expect(countdown).to_have_text(re.compile(r"^\d+ s left$"))
+            first = countdown.text_content()
+            expect(countdown).not_to_have_text(first or "")
+            recent = page.locator("[data-approvals-recent] tbody tr")
+            shot(page, "approvals-countdown")
+            expect(row).to_contain_text("expired", timeout=25_000)
+            expect(row.get_by_role("button", name="Allow once")).to_be_disabled()
+            expect(pending).to_have_count(1)  # the empty-list row
+            expect(page.get_by_text("Nothing waits for a decision.")).to_be_visible()
+            moved = recent.filter(has_text="soon-gone.txt")
+            expect(moved.locator('[data-outcome="timed_out"]')).to_have_text("⊘ Timed out")
+            expect(page.locator("[data-approvals-announce]")).to_contain_text("expired and was refused")
+            allowed = recent.filter(has_text="kept.txt")
+            expect(allowed.locator('[data-outcome="allowed"]')).to_contain_text("Allowed")
+            shot(page, "approvals-left-at-expiry")
+        finally:
+            browser.close()
+
+    rule = ApprovalRule.objects.for_tenant(tenant).get()
+    assert (rule.shape, rule.binary_path, rule.created_by_label) == (
+        "/usr/bin/touch *",
+        "/usr/bin/touch",
+        "admin@umbrella.test",
+    )
+    assert rule.source_id == kept.pk
+    short.refresh_from_db()
+    assert short.status == "pending"  # nothing timed it out on the server: the page did it alone

@@ -143,6 +143,10 @@ def test_a_request_arrives_live_and_the_requester_sees_the_approval_live(live):
             rows.first.get_by_role("link", name="Review…").click()
             admin_page.get_by_label("Note").fill("ask for specific tools")
             admin_page.get_by_role("button", name="Reject").click()
+            # A rejection is confirmed on a page that shows the note the requester will read.
+            expect(admin_page.get_by_role("heading", name="Reject this access request?")).to_be_visible()
+            expect(admin_page.locator("blockquote")).to_have_text("ask for specific tools")
+            admin_page.get_by_role("button", name="Reject the request").click()
             expect(admin_page.get_by_text("No request waits for a decision.")).to_be_visible()
         finally:
             browser.close()

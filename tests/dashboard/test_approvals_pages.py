@@ -219,11 +219,14 @@ def test_revoking_a_rule_is_confirmed(admin, tenant_a):
         ("get", "dashboard:approval_count", None),
         ("post", "dashboard:approval_decide", {"decision": "allow-once"}),
         ("post", "dashboard:approval_deny", {"reason": "x"}),
+        ("get", "dashboard:approval_allow_always", None),
+        ("post", "dashboard:approval_allow_always", {"reason": "x"}),
     ],
 )
 def test_members_are_refused_and_nothing_changes(member, tenant_a, method, name, data):
     approval = ask(tenant_a)
-    args = [approval.pk] if name in {"dashboard:approval_decide", "dashboard:approval_deny"} else []
+    with_id = {"dashboard:approval_decide", "dashboard:approval_deny", "dashboard:approval_allow_always"}
+    args = [approval.pk] if name in with_id else []
     before = tenant_state(tenant_a)
     response = getattr(member, method)(reverse(name, args=args), data)
     assert response.status_code == 403
@@ -246,4 +249,113 @@ def test_another_tenants_approval_and_rule_are_not_found(admin, tenant_a, tenant
         admin.post(reverse("dashboard:approval_deny", args=[theirs.pk]), {"reason": "x"}).status_code == 404
     )
     assert admin.post(reverse("dashboard:approval_rule_revoke", args=[rule.pk])).status_code == 404
+    assert admin.get(reverse("dashboard:approval_allow_always", args=[theirs.pk])).status_code == 404
+    assert (
+        admin.post(reverse("dashboard:approval_allow_always", args=[theirs.pk]), {"reason": "x"}).status_code
+        == 404
+    )
     assert tenant_state(tenant_b) == before
+
+
+def test_allow_always_in_the_inbox_goes_to_a_confirmation_of_its_rule_first(admin, tenant_a):
+    approval = ask(tenant_a)
+    always = reverse("dashboard:approval_allow_always", args=[approval.pk])
+    inbox = admin.get(reverse("dashboard:approvals")).content.decode()
+    assert f'formaction="{always}"' in inbox
+    before = tenant_state(tenant_a)
+
+    # The inbox's button posts its form here: the page shows the exact rule and changes nothing.
+    page = admin.post(always, {"decision": "allow-always", "reason": "a build step"})
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "confirm the rule" in text
+    assert "/usr/bin/touch *" in text  # the pattern
+    assert "<code>/usr/bin/touch</code>" in text  # the binary
+    assert "agent <code>bot</code>" in text  # who it applies to
+    assert "every session and user" in text
+    assert "admin@a.test" in text  # who creates it
+    assert "new rule" in text
+    assert 'value="a build step"' in text
+    assert reverse("dashboard:approval_decide", args=[approval.pk]) in text
+    assert tenant_state(tenant_a) == before
+    assert admin.get(always).status_code == 200
+    assert tenant_state(tenant_a) == before
+    approval.refresh_from_db()
+    assert approval.status == "pending"
+
+    # Confirming it (the page's form) allows the call and stores the rule.
+    admin.post(
+        reverse("dashboard:approval_decide", args=[approval.pk]),
+        {"decision": "allow-always", "reason": "a build step"},
+    )
+    approval.refresh_from_db()
+    assert (approval.status, approval.decision) == ("allowed", "allow-always")
+    assert ApprovalRule.objects.for_tenant(tenant_a).get().shape == "/usr/bin/touch *"
+
+
+def test_the_confirmation_says_when_an_active_rule_already_covers_the_command(admin, tenant_a):
+    first = ask(tenant_a)
+    approval_services.approval_decide(actor=Actor.system(tenant_a), approval=first, decision="allow-always")
+    second = ask(tenant_a, agent=first.agent)
+    text = admin.get(reverse("dashboard:approval_allow_always", args=[second.pk])).content.decode()
+    assert "already allowed by an active rule" in text
+    assert "new rule" not in text
+
+
+def test_the_allow_always_confirmation_of_an_expired_approval_says_it_expired(admin, tenant_a):
+    approval = ask(tenant_a)
+    expire(approval)
+    before = tenant_state(tenant_a)
+    response = admin.post(
+        reverse("dashboard:approval_allow_always", args=[approval.pk]), {"reason": "x"}, follow=True
+    )
+    assert response.redirect_chain[-1][0] == reverse("dashboard:approvals")
+    assert "expired at" in response.content.decode()
+    assert tenant_state(tenant_a) == before
+
+
+def test_a_decision_after_expiry_names_the_time_in_the_pages_format_never_an_internal_id(admin, tenant_a):
+    approval = ask(tenant_a)
+    expire(approval)
+    approval.refresh_from_db()
+    for url, data in (
+        (reverse("dashboard:approval_decide", args=[approval.pk]), {"decision": "allow-once"}),
+        (reverse("dashboard:approval_deny", args=[approval.pk]), {"reason": "late"}),
+    ):
+        text = admin.post(url, data, follow=True).content.decode()
+        shown = text[
+            text.index('<ul class="messages"') : text.index("</ul>", text.index('<ul class="messages"'))
+        ]
+        when = approval.expires_at.strftime("%Y-%m-%d %H:%M:%S")
+        assert f"expired at {when} UTC" in shown
+        assert "was refused" in shown
+        assert str(approval.pk) not in shown
+
+
+def test_each_outcome_has_its_colour_icon_and_word(admin, tenant_a):
+    agent = make_agent(tenant_a)
+    allowed, denied, expired = (ask(tenant_a, f"touch {n}", agent) for n in ("a", "b", "c"))
+    system = Actor.system(tenant_a)
+    approval_services.approval_decide(actor=system, approval=allowed, decision="allow-once")
+    approval_services.approval_decide(actor=system, approval=denied, decision="deny")
+    expire(expired)
+    body = admin.get(reverse("dashboard:approvals")).content.decode()
+    recent = body.partition("Recently resolved")[2]
+    for status, icon, word in (
+        ("allowed", "✓", "Allowed"),
+        ("denied", "✕", "Denied"),
+        ("timed_out", "⊘", "Timed out"),
+    ):
+        assert (
+            f'<span class="outcome outcome-{status}" data-outcome="{status}">'
+            f'<span class="outcome-icon" aria-hidden="true">{icon}</span> {word}</span>'
+        ) in recent
+    assert "css/approvals.css" in body
+
+
+def test_pending_rows_carry_a_countdown_and_a_polite_announcer(admin, tenant_a):
+    ask(tenant_a)
+    body = admin.get(reverse("dashboard:approvals")).content.decode()
+    assert "data-countdown" in body
+    assert 'aria-live="polite" data-approvals-announce' in body
+    assert '"always_url"' in body

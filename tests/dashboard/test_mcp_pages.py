@@ -625,7 +625,7 @@ def test_rejecting_with_a_note_grants_nothing(admin, tenant_a, pg, bot):
     req = ask(tenant_a, pg, scope="agent", agent=bot)
     admin.post(
         reverse("dashboard:mcp_request_review", args=[req.pk]),
-        {"decision": "reject", "narrow": "True", "note": "use the read replica"},
+        {"decision": "reject", "narrow": "True", "note": "use the read replica", "confirmed": "True"},
     )
     req.refresh_from_db()
     assert (req.status, req.review_note) == ("rejected", "use the read replica")
@@ -635,7 +635,7 @@ def test_rejecting_with_a_note_grants_nothing(admin, tenant_a, pg, bot):
 def test_a_decided_request_cannot_be_decided_again(admin, tenant_a, pg):
     req = ask(tenant_a, pg)
     url = reverse("dashboard:mcp_request_review", args=[req.pk])
-    admin.post(url, {"decision": "reject"})
+    admin.post(url, {"decision": "reject", "note": "no", "confirmed": "True"})
     before = tenant_state(tenant_a)
     response = admin.post(url, {"decision": "approve"}, follow=True)
     assert "not pending" in body(response)
@@ -652,6 +652,75 @@ def test_a_bad_decision_and_an_oversized_note_are_refused(admin, tenant_a, pg):
     page = body(admin.post(url, {"decision": "reject", "narrow": "True", "note": "x" * 2001}))
     assert "at most 2000 characters" in page
     assert tenant_state(tenant_a) == before
+
+
+def test_reject_needs_a_note_then_a_confirmation_and_the_requester_reads_the_note(
+    admin, member, member_user, tenant_a, pg
+):
+    me = Actor(tenant=tenant_a, role=Role.MEMBER, kind="user", user=member_user)
+    req = ask(tenant_a, pg, actor=me, user_id="member@a.test")
+    url = reverse("dashboard:mcp_request_review", args=[req.pk])
+    before = tenant_state(tenant_a)
+
+    # No note: refused on the page, saying why.
+    page = body(admin.post(url, {"decision": "reject", "narrow": "True", "note": "  "}))
+    assert "Write a note saying why the request is rejected" in page
+    # From the inbox's quick form too: nothing is rejected without a note.
+    admin.post(url, {"decision": "reject"})
+    # With a note: a confirmation page that shows it; still nothing decided.
+    page = body(admin.post(url, {"decision": "reject", "narrow": "True", "note": "use the replica <b>"}))
+    assert "Reject this access request?" in page
+    assert "use the replica &lt;b&gt;" in page
+    assert 'name="confirmed" value="True"' in page
+    assert tenant_state(tenant_a) == before
+    req.refresh_from_db()
+    assert req.status == "pending"
+
+    admin.post(url, {"decision": "reject", "narrow": "True", "note": "use the replica", "confirmed": "True"})
+    req.refresh_from_db()
+    assert (req.status, req.review_note) == ("rejected", "use the replica")
+    mine = body(member.get(reverse("dashboard:mcp_my_requests")))
+    assert "use the replica" in mine
+    assert 'data-status="rejected"' in mine
+
+
+def test_a_request_approved_with_fewer_tools_shows_what_was_granted_and_left_out(
+    admin, member, member_user, tenant_a, pg
+):
+    me = Actor(tenant=tenant_a, role=Role.MEMBER, kind="user", user=member_user)
+    req = ask(tenant_a, pg, actor=me, user_id="member@a.test", tool_allow=["query", "schema", "drop"])
+    url = reverse("dashboard:mcp_request_review", args=[req.pk])
+    admin.post(url, {"decision": "approve", "narrow": "True", "tool_allow": ["query", "schema"]})
+    req.refresh_from_db()
+    assert req.granted_tool_allow == ["query", "schema"]
+    assert services.request_data(req)["granted_tool_allow"] == ["query", "schema"]
+
+    def tools_cell(page: str) -> str:
+        row = page[page.index(f'data-id="{req.pk}"') :]
+        return row[row.index('data-field="tools"') : row.index("</td>", row.index('data-field="tools"'))]
+
+    for page in (
+        body(admin.get(reverse("dashboard:mcp_requests"))),
+        body(member.get(reverse("dashboard:mcp_my_requests"))),
+    ):
+        cell = tools_cell(page)
+        granted, _, left_out = cell.partition("Asked for, not granted")
+        assert "Granted" in granted
+        assert "<code>query</code>" in granted
+        assert "<code>schema</code>" in granted
+        assert "<code>drop</code>" not in granted
+        assert "<del><code>drop</code></del>" in left_out
+    review = body(admin.get(url))
+    assert 'data-field="granted"' in review
+    assert "<del><code>drop</code></del>" in review
+
+
+def test_a_request_for_all_tools_approved_with_some_says_so(admin, tenant_a, pg):
+    req = ask(tenant_a, pg, user_id="ann@a.test")
+    url = reverse("dashboard:mcp_request_review", args=[req.pk])
+    admin.post(url, {"decision": "approve", "narrow": "True", "tool_allow": ["query"]})
+    page = body(admin.get(reverse("dashboard:mcp_requests")))
+    assert "Asked for all tools; only these were granted." in page
 
 
 # --- my access requests -------------------------------------------------------------------------------

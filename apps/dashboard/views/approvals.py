@@ -1,7 +1,14 @@
-"""The approvals inbox (pending exec approvals arrive live), decisions, and the allow-always rules."""
+"""The approvals inbox (pending exec approvals arrive live, count down to their expiry and leave the list
+when it passes), decisions, and the allow-always rules.
+
+An expired approval is never decided: a decision posted after its expiry is answered with when it
+expired and that its call was refused. "Allow always" stores a permanent rule, so it first shows the
+exact rules it will create (shape, binary, agent, who) and acts only once that page is confirmed.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC
 from uuid import UUID
 
 from django.contrib import messages
@@ -13,12 +20,32 @@ from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.views.confirm import confirm_action
 from apps.policy import approval_services
 from apps.policy.access import access_approval, access_rule
-from apps.policy.approval_models import ApprovalDecision, ApprovalStatus
-from apps.tenants.errors import ServiceError
+from apps.policy.approval_models import ApprovalDecision, ApprovalStatus, PendingApproval
+from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.roles import Role
 
 RECENT = 20  # resolved approvals shown under the pending ones
 MAX_PENDING = 200
+
+
+def _refusal(approval: PendingApproval, exc: ServiceError) -> str:
+    """What the page says when ``approval`` could not be decided: for one that expired, when it
+    expired (UTC, as the page shows times) and that its call was refused; the service's words else."""
+    if exc.code != ErrorCode.APPROVAL_EXPIRED:
+        return exc.message
+    when = approval.expires_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return (
+        f"This approval of “{approval.command[:80]}” expired at {when} UTC before a decision, so it was "
+        "refused: its call was refused and nothing ran. The agent may ask again."
+    )
+
+
+def _still_pending(request: DashboardRequest, approval: PendingApproval) -> bool:
+    """False (with the reason as a message) for an approval no longer pending (expired or resolved)."""
+    if approval_services.current_status(approval) == ApprovalStatus.PENDING:
+        return True
+    messages.error(request, _refusal(approval, approval_services.resolved_error(approval)))
+    return False
 
 
 @dashboard_view(Role.ADMIN, methods=READ_ONLY)
@@ -51,6 +78,9 @@ def approval_inbox(request: DashboardRequest) -> HttpResponse:
                     "dashboard:approval_decide", args=["00000000-0000-0000-0000-000000000000"]
                 ),
                 "deny_url": reverse("dashboard:approval_deny", args=["00000000-0000-0000-0000-000000000000"]),
+                "always_url": reverse(
+                    "dashboard:approval_allow_always", args=["00000000-0000-0000-0000-000000000000"]
+                ),
             },
         },
     )
@@ -58,7 +88,8 @@ def approval_inbox(request: DashboardRequest) -> HttpResponse:
 
 @dashboard_view(Role.ADMIN, methods=("POST",))
 def approval_decide(request: DashboardRequest, id: UUID) -> HttpResponse:
-    """Allow once or allow always (POST from the inbox). Denying goes through :func:`approval_deny`."""
+    """Allow once, or allow always once its rules were shown (:func:`approval_allow_always` posts here
+    after its confirmation). Denying goes through :func:`approval_deny`."""
     approval = access_approval(actor=request.actor, id=id)
     decision = request.POST.get("decision", "")
     reason = request.POST.get("reason", "").strip()
@@ -70,7 +101,7 @@ def approval_decide(request: DashboardRequest, id: UUID) -> HttpResponse:
             actor=request.actor, approval=approval, decision=decision, reason=reason
         )
     except ServiceError as exc:
-        messages.error(request, exc.message)
+        messages.error(request, _refusal(approval, exc))
     else:
         label = "allowed once" if decision == ApprovalDecision.ALLOW_ONCE else "allowed always (rule stored)"
         messages.success(request, f"“{approval.command[:80]}” {label}.")
@@ -81,8 +112,7 @@ def approval_decide(request: DashboardRequest, id: UUID) -> HttpResponse:
 def approval_deny(request: DashboardRequest, id: UUID) -> HttpResponse:
     """Ask for confirmation and a reason (GET), then deny (POST); the waiting call is refused."""
     approval = access_approval(actor=request.actor, id=id)
-    if request.method != "POST" and approval_services.current_status(approval) != ApprovalStatus.PENDING:
-        messages.error(request, approval_services.resolved_error(approval).message)
+    if request.method != "POST" and not _still_pending(request, approval):
         return redirect("dashboard:approvals")
     reason = request.POST.get("reason", "").strip() if request.method == "POST" else ""
     if request.method == "POST" and len(reason) > approval_services.MAX_REASON_CHARS:
@@ -96,7 +126,7 @@ def approval_deny(request: DashboardRequest, id: UUID) -> HttpResponse:
                 actor=request.actor, approval=approval, decision=ApprovalDecision.DENY, reason=reason
             )
         except ServiceError as exc:
-            messages.error(request, exc.message)
+            messages.error(request, _refusal(approval, exc))
         else:
             messages.success(request, f"“{approval.command[:80]}” denied.")
         return redirect("dashboard:approvals")
@@ -104,6 +134,64 @@ def approval_deny(request: DashboardRequest, id: UUID) -> HttpResponse:
         request,
         "dashboard/approvals/deny.html",
         {"approval": approval, "max_reason": approval_services.MAX_REASON_CHARS},
+    )
+
+
+def rule_preview(request: DashboardRequest, approval: PendingApproval) -> list[dict[str, object]]:
+    """The allow-always rules deciding ``approval`` would store, one per command with a resolved binary
+    (as :func:`approval_services.approval_decide` stores them): its shape, binary, the command it
+    was approved for, and whether an active rule of the agent has it already (it is reused then).
+    A command whose binary could not be resolved gets no rule: it is allowed this once only."""
+    active = {
+        (rule.binary_path, rule.shape)
+        for rule in approval_services.rule_list(
+            tenant=request.actor.tenant, agent=approval.agent_key, active=True
+        )[:1000]
+    }
+    preview: list[dict[str, object]] = []
+    seen: set[tuple[str, str]] = set()
+    for item in approval.shapes if isinstance(approval.shapes, list) else []:
+        if not isinstance(item, dict):
+            continue
+        path, shape = str(item.get("binary_path") or ""), str(item.get("shape") or "")
+        command = str(item.get("command", ""))[:2000]
+        if path and shape and (path, shape) in seen:
+            continue
+        seen.add((path, shape))
+        preview.append(
+            {
+                "shape": shape,
+                "binary_path": path,
+                "command": command,
+                "stored": bool(path and shape),
+                "exists": (path, shape) in active,
+            }
+        )
+    return preview
+
+
+@dashboard_view(Role.ADMIN)
+def approval_allow_always(request: DashboardRequest, id: UUID) -> HttpResponse:
+    """The confirmation step of "Allow always": the exact rules it stores (pattern, binary, the agent
+    they apply to, who creates them), with the reason carried over from the inbox. The inbox's button
+    posts here and only shows this page; its "Create the rule and allow" button decides."""
+    approval = access_approval(actor=request.actor, id=id)
+    if not _still_pending(request, approval):
+        return redirect("dashboard:approvals")
+    reason = request.POST.get("reason", "").strip()[: approval_services.MAX_REASON_CHARS]
+    preview = rule_preview(request, approval)
+    return render(
+        request,
+        "dashboard/approvals/allow_always.html",
+        {
+            "approval": approval,
+            "rules": preview,
+            "new_rules": [rule for rule in preview if rule["stored"] and not rule["exists"]],
+            "unstored": [rule for rule in preview if not rule["stored"]],
+            "reason": reason,
+            "max_reason": approval_services.MAX_REASON_CHARS,
+            "server_now": approval_services.database_now().isoformat(),
+        },
     )
 
 

@@ -450,16 +450,32 @@ def grant_delete(request: DashboardRequest, id: uuid.UUID, kind: str, grant_id: 
 # --- access requests ------------------------------------------------------------------------------------
 
 
+def _shown(req: AccessRequest) -> AccessRequest:
+    """``req`` with ``shown_grant`` for an approved one: the tools granted (None: all) and the ones it
+    asked for that were left out (``narrowed_from_all``: it asked for all tools, got only some)."""
+    if req.status == AccessRequest.Status.APPROVED:
+        granted = req.granted_tool_allow
+        asked = req.tool_allow
+        left_out = sorted(set(asked) - set(granted)) if asked is not None and granted is not None else []
+        req.shown_grant = {  # type: ignore[attr-defined]
+            "granted": granted,
+            "left_out": left_out,
+            "narrowed_from_all": asked is None and granted is not None,
+        }
+    return req
+
+
 @dashboard_view(Role.ADMIN, methods=READ_ONLY)
 def request_inbox(request: DashboardRequest) -> HttpResponse:
     """Pending requests, oldest first (new ones arrive live), then the latest decided ones."""
     tenant = request.actor.tenant
     pending = list(selectors.pending_requests(tenant)[:MAX_PENDING])
-    decided = list(
-        selectors.request_list(actor=request.actor)
+    decided = [
+        _shown(req)
+        for req in selectors.request_list(actor=request.actor)
         .exclude(status=AccessRequest.Status.PENDING)
         .order_by("-reviewed_at", "-created_at")[:RECENT_DECIDED]
-    )
+    ]
     return render(
         request,
         "dashboard/mcp/requests.html",
@@ -477,8 +493,9 @@ def request_inbox(request: DashboardRequest) -> HttpResponse:
 
 @dashboard_view(Role.ADMIN)
 def request_review(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
-    """A request's review page (GET): approve with the tools it asked for or fewer, or reject, with a
-    note. POST decides (from this page, or the inbox's quick approve, which grants what was asked)."""
+    """A request's review page (GET): approve with the tools it asked for or fewer, or reject with a
+    note saying why (shown on a confirmation page first; the requester reads it). POST decides (from
+    this page, or the inbox's quick approve, which grants what was asked)."""
     req = access_request(actor=request.actor, id=id)
     requested = list(req.tool_allow) if req.tool_allow is not None else None
     tools = _picker_tools(req.server) if requested is None else requested
@@ -491,12 +508,19 @@ def request_review(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     if request.method == "POST":
         if form.is_valid():
             approved = form.cleaned_data["decision"] == "approve"
+            if not approved and not form.cleaned_data.get("confirmed"):
+                # Nothing is decided yet: the rejection and its note are shown for confirmation.
+                return render(
+                    request,
+                    "dashboard/mcp/reject_confirm.html",
+                    {"req": _shown(req), "note": form.cleaned_data["note"].strip()},
+                )
             try:
                 services.request_review(
                     actor=request.actor,
                     request_id=req.pk,
                     approved=approved,
-                    note=form.cleaned_data["note"],
+                    note=form.cleaned_data["note"].strip(),
                     tool_allow=form.granted() if approved else None,
                 )
             except ServiceError as exc:
@@ -511,7 +535,7 @@ def request_review(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
         elif not request.POST.get("narrow"):
             messages.error(request, "; ".join(str(e) for errors in form.errors.values() for e in errors))
             return redirect("dashboard:mcp_requests")
-    return render(request, "dashboard/mcp/review.html", {"req": req, "form": form})
+    return render(request, "dashboard/mcp/review.html", {"req": _shown(req), "form": form})
 
 
 @dashboard_view(Role.MEMBER)
@@ -563,11 +587,12 @@ def my_requests(request: DashboardRequest) -> HttpResponse:
         messages.error(request, "Choose the server to request access to first.")
         return redirect("dashboard:mcp_my_requests")
     # The actor's own requests, even for an administrator (who may see every request in the inbox).
-    own = list(
-        selectors.request_list(actor=request.actor).filter(
+    own = [
+        _shown(req)
+        for req in selectors.request_list(actor=request.actor).filter(
             requester_kind=request.actor.kind, requester_id=request.actor.id
         )[:MY_REQUESTS]
-    )
+    ]
     return render(
         request,
         "dashboard/mcp/my_requests.html",

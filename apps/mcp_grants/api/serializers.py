@@ -283,6 +283,11 @@ class RequestOutput(serializers.Serializer):  # type: ignore[type-arg]
     agent = serializers.CharField(allow_null=True)
     user_id = serializers.CharField()
     tool_allow = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    granted_tool_allow = serializers.ListField(
+        child=serializers.CharField(),
+        allow_null=True,
+        help_text="what an approval granted: tool_allow or fewer (null: all tools, or not approved)",
+    )
     reason = serializers.CharField()
     status = serializers.ChoiceField(choices=AccessRequest.Status.choices)
     requested_by = serializers.CharField()
