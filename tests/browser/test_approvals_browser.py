@@ -7,6 +7,7 @@ browser starts and checked in the database after it has closed (no ORM calls whi
 from __future__ import annotations
 
 import re
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -118,31 +119,11 @@ def test_an_approval_arrives_live_and_deciding_it_completes_the_waiting_call(liv
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs /usr/bin/chromium (apt-get install chromium)")
 def test_a_pending_row_stops_being_actionable_at_its_expiry(live):
-    from datetime import timedelta
-
-    from apps.policy import approval_services
-
     base = live.daphne()
     tenant = factories.make_tenant("initrode")
     admin = factories.make_user(tenant, Role.ADMIN, email="admin@initrode.test")
     agent = services.agent_create(actor=Actor.system(tenant), key="helper", name="Helper")
-    approval = approval_services.approval_request(
-        actor=Actor.system(tenant),
-        agent=agent,
-        call_id="e" * 32,
-        tool="exec",
-        command="touch expiring.txt",
-        cwd="",
-        shapes=[],
-        reason="approval required",
-        package_install=False,
-        origin="user",
-        session_key="s-1",
-        user_id="",
-        wait=True,  # nobody waits in this test: no process times it out, the page must do it alone
-    )
-    expires = approval_services.database_now() + timedelta(seconds=12)
-    PendingApproval.objects.for_tenant(tenant).filter(pk=approval.pk).update(expires_at=expires)
+    _ask(tenant, agent, "touch expiring.txt", 12)
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -175,7 +156,7 @@ def _ask(tenant, agent, command: str, seconds: float) -> PendingApproval:  # typ
     approval = approval_services.approval_request(
         actor=Actor.system(tenant),
         agent=agent,
-        call_id=command[-1] * 32,
+        call_id=uuid.uuid4().hex,
         tool="exec",
         command=command,
         cwd="",
