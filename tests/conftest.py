@@ -3,7 +3,9 @@ and real daphne / django-q2 processes for end-to-end tests."""
 
 from __future__ import annotations
 
+import json
 import os
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,12 +29,45 @@ os.environ["TOOLGATE_JAIL_RO_PATHS"] = f"{TEST_PROGRAMS},{JAIL_PROGRAMS}"
 settings.TOOLGATE_JAIL_RO_PATHS = [TEST_PROGRAMS, str(JAIL_PROGRAMS)]
 
 
+# Seconds each test file took in a recent full run (``TOOLGATE_RECORD_FILE_SECONDS=path`` writes them).
+# The suite runs a file per worker at a time (``--dist loadfile``) and hands files out in collection
+# order, so the longest go first: a long file started last keeps one worker busy while the other idles.
+FILE_SECONDS = Path(__file__).resolve().parent / "file_seconds.json"
+_seconds_by_file: defaultdict[str, float] = defaultdict(float)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[Any]) -> None:
+    try:
+        seconds: dict[str, float] = json.loads(FILE_SECONDS.read_text())
+    except (OSError, ValueError):
+        return
+    # A file not measured yet is taken as an average one; the sort is stable, so a file's tests keep
+    # their order and files of equal weight keep the collection's.
+    typical = sorted(seconds.values())[len(seconds) // 2] if seconds else 0.0
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], typical))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get("TOOLGATE_RECORD_FILE_SECONDS"):
+        _seconds_by_file[report.nodeid.split("::", 1)[0]] += report.duration
+
+
+def _record_file_seconds(config: pytest.Config) -> None:
+    target = os.environ.get("TOOLGATE_RECORD_FILE_SECONDS")
+    # Under xdist the controller sees every worker's reports; a worker writes nothing.
+    if not target or hasattr(config, "workerinput") or not _seconds_by_file:
+        return
+    ordered = dict(sorted(((f, round(s, 1)) for f, s in _seconds_by_file.items()), key=lambda fs: -fs[1]))
+    Path(target).write_text(json.dumps(ordered, indent=1) + "\n")
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # In CI nothing may be skipped: a missing dependency is installed by `make test` or the run fails.
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     skipped = reporter.stats.get("skipped", []) if reporter is not None else []
     if os.environ.get("CI", "").lower() in {"1", "true", "yes"} and skipped:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    _record_file_seconds(session.config)
     # The metric files of this run's processes, ended by now, go with it.
     metrics.remove_files_of_ended_processes()
     # The embedded server started for this run is stopped with it; one that was already running stays.
