@@ -126,6 +126,15 @@ class TenantManager(models.Manager[_M]):
         return self.get_queryset().dangerously_all_tenants()
 
 
+class DangerouslyUnscopedManager(TenantManager[_M]):
+    """Every tenant's rows, for the platform staff's admin screens alone (``apps.<app>.admin``, through
+    ``apps.tenants.platform_admin``). A test fails if anything else names it; code that must cross tenants
+    for its own work says so with ``dangerously_all_tenants()`` on the query instead."""
+
+    def get_queryset(self) -> TenantQuerySet[_M]:
+        return super().get_queryset().dangerously_all_tenants()
+
+
 class TenantScoped(models.Model):
     """Base of every tenant-owned row: a tenant, a UUID id, and timestamps."""
 
@@ -135,6 +144,7 @@ class TenantScoped(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = TenantManager()
+    dangerously_unscoped = DangerouslyUnscopedManager()
 
     class Meta:
         abstract = True
