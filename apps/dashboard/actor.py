@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import render
 
 from apps.tenants.actors import Actor
-from apps.tenants.authentication import actor_for_session_user
+from apps.tenants.authentication import actor_for_session_user, suspended_tenants_of
 from apps.tenants.models import Membership
 from apps.tenants.roles import Role
 from apps.tenants.selectors import tenants_of_user
@@ -85,7 +85,8 @@ def dashboard_view(
                 return redirect_to_login(request.get_full_path())
             actor = resolve_actor(request, user)
             if actor is None:
-                return render(request, "dashboard/no_tenant.html", status=403)
+                suspended = list(suspended_tenants_of(user).values())
+                return render(request, "dashboard/no_tenant.html", {"suspended": suspended}, status=403)
             dashboard_request = cast(DashboardRequest, request)
             dashboard_request.actor = actor
             dashboard_request.tenant_memberships = list(tenants_of_user(user_id=user.pk))

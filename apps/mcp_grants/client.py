@@ -68,6 +68,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from apps.mcp_grants import collisions, notices, subscriptions
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
 from apps.realtime import events
+from apps.tenants.models import Tenant
 from apps.tenants.services import config_changed
 from apps.toolkit import jail
 from apps.toolkit.ssrf import AddressPolicy, SSRFBlocked
@@ -1013,8 +1014,10 @@ class Manager:
 
 
 def _still_enabled(endpoint: Endpoint) -> bool:
+    # A suspended tenant's servers count as disabled: every process drops their connections (and stops
+    # their processes) at its next health check.
     return MCPServer.objects.filter(
-        pk=endpoint.server_id, tenant_id=endpoint.tenant_id, enabled=True
+        pk=endpoint.server_id, tenant_id=endpoint.tenant_id, enabled=True, tenant__status=Tenant.Status.ACTIVE
     ).exists()
 
 

@@ -200,22 +200,24 @@ def publish_to_actor(*, tenant: Tenant, kind: str, actor_id: str, type: str, dat
 
 # --- closing the sockets of a revoked credential -----------------------------------------------------
 
-PrincipalKind = Literal["api_key", "member", "session"]
+PrincipalKind = Literal["api_key", "member", "session", "tenant"]
 
 
 def principal_group(kind: PrincipalKind, ident: str) -> str:
     """The group every socket of one credential joins: an API key (its id), a user's membership of a
-    tenant (``<tenant id>:<user id>``) or a dashboard session (its key, hashed: never in clear text)."""
+    tenant (``<tenant id>:<user id>``), a dashboard session (its key, hashed: never in clear text), or
+    the whole tenant (its id: every socket of a tenant that is suspended)."""
     digest = hashlib.sha256(f"{kind}:{ident}".encode()).hexdigest()[:48]
     return f"tg.principal.{digest}"
 
 
-def disconnect(*, kind: PrincipalKind, ident: str, reason: str) -> None:
+def disconnect(*, kind: PrincipalKind, ident: str, reason: str, code: str = "credentials_revoked") -> None:
     """Close every live socket of a credential once the current transaction commits.
 
     Used when a key is revoked or expires, a member is removed or changes role, and on logout: a socket
     must not go on receiving events on credentials that no longer hold."""
-    deliver_after_commit(principal_group(kind, ident), {"type": "toolgate.disconnect", "reason": reason})
+    message = {"type": "toolgate.disconnect", "reason": reason, "code": code}
+    deliver_after_commit(principal_group(kind, ident), message)
 
 
 def public(event: dict[str, Any]) -> dict[str, Any]:

@@ -295,6 +295,15 @@ def fire(
     if job is None or (not job.enabled and not manual):
         return None
     tenant = job.tenant
+    if not tenant.is_active:
+        # A suspended tenant's schedules stay, and are skipped until it is resumed.
+        return CronFiring.objects.create(
+            tenant=tenant,
+            job=job,
+            status=CronFiring.Status.SKIPPED,
+            manual=manual,
+            detail="the tenant is suspended",
+        )
     session_key = f"cron:{job.pk}"
     CronJob.objects.for_tenant(tenant).filter(pk=job.pk).update(
         last_fired_at=timezone.now(),

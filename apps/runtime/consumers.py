@@ -86,9 +86,9 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         return actor
 
     def _principal_groups(self, actor: Actor) -> list[str]:
+        groups = [principal_group("tenant", str(actor.tenant.pk))]
         if actor.kind == "api_key" and actor.api_key is not None:
-            return [principal_group("api_key", str(actor.api_key.pk))]
-        groups = []
+            return [*groups, principal_group("api_key", str(actor.api_key.pk))]
         if actor.user is not None:
             groups.append(principal_group("member", f"{actor.tenant.pk}:{actor.user.pk}"))
         session = self.scope.get("session")
@@ -110,7 +110,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def toolgate_disconnect(self, message: dict[str, Any]) -> None:
         """The credential of this socket was revoked, expired, removed or changed role: say why, close."""
-        await self._error("credentials_revoked", str(message.get("reason") or "Your credentials changed."))
+        code = str(message.get("code") or "credentials_revoked")
+        await self._error(code, str(message.get("reason") or "Your credentials changed."))
         await self.close(code=4403)
 
     @staticmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from apps.tenants.models import Agent, ApiKey, Membership, SettingSecret, Tenant
+from apps.tenants.models import Agent, ApiKey, Membership, PlatformEvent, SettingSecret, Tenant
 from apps.tenants.platform_admin import PlatformModelAdmin
 
 
@@ -44,3 +44,10 @@ class SettingSecretAdmin(PlatformModelAdmin):
     list_display = ("path", "tenant", "updated_at")
     list_filter = ("tenant",)
     search_fields = ("path",)
+
+
+@admin.register(PlatformEvent)
+class PlatformEventAdmin(PlatformModelAdmin):
+    list_display = ("created_at", "verb", "tenant_slug", "actor")
+    list_filter = ("verb",)
+    search_fields = ("tenant_slug", "actor", "verb")

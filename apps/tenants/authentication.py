@@ -12,10 +12,27 @@ from rest_framework.request import Request
 
 from apps.tenants import keys
 from apps.tenants.actors import Actor
+from apps.tenants.errors import ErrorCode
 from apps.tenants.models import ApiKey, Membership, Tenant
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 TENANT_HEADER = "X-Toolgate-Tenant"
+
+
+def suspended_message(tenant: Tenant) -> str:
+    reason = f": {tenant.suspended_reason}" if tenant.suspended_reason else "."
+    return f"Tenant '{tenant.slug}' is suspended{reason} Ask the platform's operators to resume it."
+
+
+class TenantSuspended(exceptions.APIException):
+    """A valid credential of a suspended tenant: 403 with the reason, never a vague 401."""
+
+    status_code = 403
+    default_code = ErrorCode.TENANT_SUSPENDED
+
+    def __init__(self, tenant: Tenant) -> None:
+        super().__init__(suspended_message(tenant))
+        self.tenant = tenant
 
 
 class ApiKeyPrincipal(AnonymousUser):
@@ -37,7 +54,8 @@ class ApiKeyPrincipal(AnonymousUser):
 
 
 def api_key_from_raw(raw: str) -> ApiKey | None:
-    """The usable key for ``raw`` (not revoked, not expired, tenant active), or None.
+    """The usable key for ``raw`` (not revoked, not expired), or None; :class:`TenantSuspended` when it
+    is a usable key of a suspended tenant.
 
     API keys are looked up across tenants by design: the key itself names its tenant.
     """
@@ -48,8 +66,10 @@ def api_key_from_raw(raw: str) -> ApiKey | None:
         key = ApiKey.objects.dangerously_all_tenants().select_related("tenant").get(prefix=prefix)
     except ApiKey.DoesNotExist:
         return None
-    if not keys.matches(raw, key.digest) or not key.is_usable or not key.tenant.is_active:
+    if not keys.matches(raw, key.digest) or not key.is_usable:
         return None
+    if not key.tenant.is_active:
+        raise TenantSuspended(key.tenant)
     now = timezone.now()
     if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
         ApiKey.objects.for_tenant(key.tenant).filter(pk=key.pk).update(last_used_at=now)
@@ -65,7 +85,10 @@ def actor_for_api_key_header(header: str) -> Actor | None:
     scheme, _, raw = header.strip().partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         return None
-    key = api_key_from_raw(raw.strip())
+    try:
+        key = api_key_from_raw(raw.strip())
+    except TenantSuspended:
+        return None
     return actor_for_api_key(key) if key is not None else None
 
 
@@ -90,6 +113,18 @@ def actor_for_session_user(
     if membership is None:
         return None
     return Actor(tenant=membership.tenant, role=membership.role, kind="user", user=user)
+
+
+def suspended_tenants_of(user: AbstractBaseUser) -> dict[str, Tenant]:
+    """The suspended tenants ``user`` belongs to, by slug (to say why a login shows nothing)."""
+    memberships = (
+        Membership.objects.dangerously_all_tenants()
+        .select_related("tenant")
+        .filter(user_id=user.pk)
+        .exclude(tenant__status=Tenant.Status.ACTIVE)
+        .order_by("tenant__slug")
+    )
+    return {m.tenant.slug: m.tenant for m in memberships}
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -124,7 +159,12 @@ class TenantSessionAuthentication(authentication.SessionAuthentication):
         slug = request.META.get("HTTP_X_TOOLGATE_TENANT", "").strip() or None
         actor = actor_for_session_user(user, request._request.session.get("tenant_id"), slug)
         if actor is None:
+            suspended = suspended_tenants_of(user)
+            if slug and slug in suspended:
+                raise TenantSuspended(suspended[slug])
             if slug:
                 raise exceptions.PermissionDenied(f"You are not a member of an active tenant '{slug}'.")
+            if suspended:
+                raise TenantSuspended(next(iter(suspended.values())))
             raise exceptions.PermissionDenied("You are not a member of any active tenant.")
         return user, actor

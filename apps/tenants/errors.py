@@ -28,6 +28,7 @@ class ErrorCode(StrEnum):
     ROLE_TOO_HIGH = "role_too_high"
     ALREADY_REVOKED = "already_revoked"
     TENANT_EXISTS = "tenant_exists"
+    TENANT_SUSPENDED = "tenant_suspended"
     # policy
     APPROVAL_EXPIRED = "approval_expired"
 

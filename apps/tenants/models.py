@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.core.validators import RegexValidator
@@ -40,6 +41,10 @@ class Tenant(models.Model):
     # (authentication does), so a cache keyed by it serves exactly what the database held then, in
     # every process, with no extra query and nothing to invalidate (``config_changed``).
     config_version = models.BigIntegerField(default=0, editable=False)
+    # Set by ``suspend_tenant`` (platform staff), cleared by ``resume_tenant``; shown to the tenant's
+    # members and keys in the refusal.
+    suspended_at = models.DateTimeField(null=True, blank=True, editable=False)
+    suspended_reason = models.CharField(max_length=500, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -173,3 +178,32 @@ class SettingSecret(TenantScoped):
 
     def __str__(self) -> str:
         return f"{self.path} ({'agent ' + str(self.agent_id) if self.agent_id else 'tenant'})"
+
+
+class PlatformEvent(models.Model):
+    """One action of the people who run the installation on a tenant as a whole (suspend, resume,
+    delete, quota changes). Not a tenant's row: it names the tenant by id and slug, so it outlives a
+    deleted tenant. Append-only like the tenants' audit log."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    actor = models.CharField(max_length=300)  # "command:<os user>" or "staff:<username>"
+    verb = models.CharField(max_length=100)
+    tenant_id_value = models.UUIDField(null=True, blank=True)
+    tenant_slug = models.CharField(max_length=50, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["tenant_slug", "-created_at"], name="platform_event_tenant")]
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.tenant_slug}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise RuntimeError("platform events are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise RuntimeError("platform events are append-only")

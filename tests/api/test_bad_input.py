@@ -159,7 +159,7 @@ def test_revoked_and_expired_keys_are_refused(tenant_a):
 def test_keys_of_a_suspended_tenant_are_refused(tenant_a):
     raw = factories.make_api_key(tenant_a, Role.OWNER)
     Tenant.objects.filter(pk=tenant_a.pk).update(status=Tenant.Status.SUSPENDED)
-    _error(factories.key_client(raw).get("/api/v1/me/"), 401, "authentication_failed")
+    _error(factories.key_client(raw).get("/api/v1/me/"), 403, "tenant_suspended")
 
 
 def test_weak_password_for_a_new_member_writes_nothing(owner_a, tenant_a):

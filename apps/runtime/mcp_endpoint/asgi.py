@@ -58,7 +58,7 @@ from apps.runtime.mcp_endpoint import relay, server
 from apps.tenants import database
 from apps.tenants.access import access_runtime_agent
 from apps.tenants.api.parsers import strict_json
-from apps.tenants.authentication import ApiKeyAuthentication
+from apps.tenants.authentication import ApiKeyAuthentication, TenantSuspended
 from apps.tenants.errors import ErrorCode, Forbidden
 from apps.toolkit.call_scope import CallScopeQueryInput
 from apps.toolkit.presentation import STYLES
@@ -112,6 +112,8 @@ def _identify(
         authenticated = ApiKeyAuthentication().authenticate(_HeaderRequest(authorization))  # type: ignore[arg-type]
     except exceptions.AuthenticationFailed as exc:
         return Refusal(401, ErrorCode.AUTHENTICATION_FAILED, str(exc.detail), {})
+    except TenantSuspended as exc:
+        return Refusal(403, ErrorCode.TENANT_SUSPENDED, str(exc.detail), {})
     if authenticated is None:
         return Refusal(
             401,
