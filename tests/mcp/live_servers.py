@@ -102,11 +102,11 @@ def _ancestors(pid: int) -> set[int]:
     return found
 
 
-def kill_stdio_servers(script: Path = DEMO) -> int:
-    """SIGKILL the stdio test servers running ``script`` that this test process started (directly or
-    through a process it started, such as daphne); their pids inside their jails mean nothing on the
-    host, so they are found by command line and ancestry. Returns how many were killed."""
-    me, killed = os.getpid(), 0
+def stdio_server_pids(script: Path = DEMO) -> list[int]:
+    """The host pids of the stdio test servers running ``script`` that this test process started
+    (directly or through a process it started, such as daphne); their pids inside their jails mean
+    nothing on the host, so they are found by command line and ancestry."""
+    me, pids = os.getpid(), []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -120,7 +120,16 @@ def kill_stdio_servers(script: Path = DEMO) -> int:
             and program.startswith("python")
             and me in _ancestors(int(entry.name))
         ):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed += 1
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_stdio_servers(script: Path = DEMO) -> int:
+    """SIGKILL the stdio test servers running ``script`` that this test process started (see
+    :func:`stdio_server_pids`). Returns how many were killed."""
+    killed = 0
+    for pid in stdio_server_pids(script):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
     return killed
