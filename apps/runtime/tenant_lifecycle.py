@@ -1,4 +1,4 @@
-"""A tenant's lifecycle as the platform's operators steer it: suspend and resume.
+"""A tenant's lifecycle as the platform's operators steer it: suspend, resume and delete.
 
 Suspension keeps every row and stops everything the tenant has running or could start:
 
@@ -16,11 +16,15 @@ Each action is written to the platform's own log (``PlatformEvent``) and to the 
 from __future__ import annotations
 
 import logging
+import shutil
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
+from psycopg import sql
 
 from apps.audit.services import record
 from apps.mcp_grants import client as mcp_client
@@ -28,8 +32,14 @@ from apps.mcp_grants.models import MCPServer
 from apps.realtime.events import disconnect
 from apps.runs.models import ACTIVE, Run
 from apps.runs.services import run_cancel
+from apps.runtime.tenant_export import (
+    Export,
+    check_export_path,
+    export_tenant,
+    tenant_models,
+    tenant_workspace,
+)
 from apps.sandbox import manager as sandbox
-from apps.sandbox.models import SandboxContainer
 from apps.tenants.actors import Actor
 from apps.tenants.authentication import suspended_message
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError
@@ -96,11 +106,9 @@ def tenant_suspend(*, tenant: Tenant, by: str, reason: str = "") -> Suspension:
             done.runs_cancelled += 1
     # The engine and the MCP processes are outside the database: after the commit, so a refusal there
     # never undoes the suspension (what is left is reported, and retried by sandbox pruning).
-    for row in SandboxContainer.objects.for_tenant(locked).order_by("created_at"):
-        if sandbox.remove(row, reason="tenant suspended"):
-            done.containers_removed += 1
-        else:
-            done.containers_left += 1
+    done.containers_removed, done.containers_left = sandbox.remove_tenant_containers(
+        locked, reason="tenant suspended"
+    )
     done.mcp_connections_closed = _close_mcp_connections(locked)
     logger.info("tenant %s suspended by %s: %s", locked.slug, by, done.as_dict())
     return done
@@ -134,12 +142,131 @@ def tenant_resume(*, tenant: Tenant, by: str) -> Tenant:
 
 
 def _close_mcp_connections(tenant: Tenant) -> int:
-    server_ids = {str(pk) for pk in MCPServer.objects.for_tenant(tenant).values_list("pk", flat=True)}
+    return _close_servers(
+        {str(pk) for pk in MCPServer.objects.for_tenant(tenant).values_list("pk", flat=True)}
+    )
+
+
+def _close_servers(server_ids: set[str]) -> int:
+    """Close this process's connections to these servers now (other processes drop theirs at their next
+    health check); returns how many there were."""
     mgr = mcp_client.manager()
     held = [key for key in mgr.connection_states() if key[0] in server_ids]
     for server_id in {key[0] for key in held}:
         try:
             mgr.run(mgr.close(server_id), 10)
         except Exception:  # the health check drops it anyway
-            logger.warning("could not close MCP server %s of suspended tenant %s now", server_id, tenant.slug)
+            logger.warning("could not close MCP server %s now", server_id)
     return len(held)
+
+
+@dataclass
+class Deletion:
+    export: Export | None
+    rows: dict[str, int]
+    containers_removed: int
+    containers_left: int
+    schedules: int
+    cache_keys: int
+    workspace_removed: bool
+
+
+def tenant_delete(*, tenant: Tenant, by: str, export_path: Path | None) -> Deletion:
+    """Delete ``tenant`` and everything of it: rows, workspaces, containers, schedules, cache keys.
+
+    First it is suspended (nothing new starts; its runs are cancelled, its processes stopped) and, with
+    ``export_path``, exported from that quiet state; a failed export leaves it suspended and deletes
+    nothing. Then every tenant-owned row goes in one transaction (the audit log's append-only guard is
+    lifted for that transaction alone), then its files and its containers. Another tenant's rows, files,
+    containers and keys are never touched: every statement names this tenant's id."""
+    if export_path is not None:
+        check_export_path(export_path)  # before anything changes
+    if tenant.status != Tenant.Status.SUSPENDED:
+        tenant_suspend(tenant=tenant, by=by, reason="being deleted")
+    locked = Tenant.objects.get(pk=tenant.pk)
+    export = export_tenant(tenant=locked, path=export_path) if export_path is not None else None
+    removed, left = sandbox.remove_tenant_containers(locked, reason="tenant deleted")
+    server_ids = {str(pk) for pk in MCPServer.objects.for_tenant(locked).values_list("pk", flat=True)}
+    with transaction.atomic():
+        schedules = _delete_schedules(locked)
+        rows = _delete_rows(locked)
+        cache_keys = _delete_cache_keys(locked)
+        platform_event(
+            by=by,
+            verb="tenant.deleted",
+            tenant=locked,
+            data={
+                "rows": sum(rows.values()),
+                "export": str(export.path) if export else None,
+                "export_sha256": export.files["rows.json"]["sha256"] if export else None,
+            },
+        )
+    workspace = tenant_workspace(locked)
+    if workspace.exists():
+        shutil.rmtree(workspace)
+    _close_servers(server_ids)
+    logger.info("tenant %s deleted by %s: %s rows", locked.slug, by, sum(rows.values()))
+    return Deletion(
+        export=export,
+        rows=rows,
+        containers_removed=removed,
+        containers_left=left,
+        schedules=schedules,
+        cache_keys=cache_keys,
+        workspace_removed=not workspace.exists(),
+    )
+
+
+def _delete_schedules(tenant: Tenant) -> int:
+    from django_q.models import Schedule
+
+    from apps.mcp_grants.tasks import retry_schedule_name
+    from apps.runs.models import CronJob
+
+    ids = [pk for pk in CronJob.objects.for_tenant(tenant).values_list("q_schedule_id", flat=True) if pk]
+    names = [
+        retry_schedule_name(pk) for pk in MCPServer.objects.for_tenant(tenant).values_list("pk", flat=True)
+    ]
+    deleted, _ = Schedule.objects.filter(Q(pk__in=ids) | Q(name__in=names)).delete()
+    return int(deleted)
+
+
+def _delete_rows(tenant: Tenant) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    with connection.cursor() as cursor:
+        # Foreign keys between tenant tables are checked at commit (Django makes them deferrable), when
+        # every referencing row is gone too; the audit log's trigger allows deletes in this transaction.
+        cursor.execute("SET LOCAL toolgate.audit_retention = 'on'")
+        for model in tenant_models():
+            table = model._meta.db_table
+            cursor.execute(
+                sql.SQL("DELETE FROM {} WHERE tenant_id = %s").format(sql.Identifier(table)), [tenant.pk]
+            )
+            counts[table] = cursor.rowcount
+        cursor.execute("DELETE FROM tenants_tenant WHERE id = %s", [tenant.pk])
+        cursor.execute("SET LOCAL toolgate.audit_retention = 'off'")
+    return counts
+
+
+def _delete_cache_keys(tenant: Tenant) -> int:
+    """The tenant's cache entries and rate-limit windows: every key Toolgate makes for a tenant holds its
+    id between colons (``mcp-search:<id>:…``, ``<id>:<session>``)."""
+    from django.core.cache import caches
+
+    from apps.runtime.ratelimit_models import RateLimitWindow
+
+    marker = f"{tenant.pk}:"
+    count, _ = RateLimitWindow.objects.filter(key__startswith=marker).delete()
+    cache = caches["default"]
+    backend = type(cache).__name__
+    if backend == "DatabaseCache":
+        with connection.cursor() as cursor:
+            table = sql.Identifier(cache._table)  # type: ignore[attr-defined]
+            cursor.execute(sql.SQL("DELETE FROM {} WHERE cache_key LIKE %s").format(table), [f"%:{marker}%"])
+            count += cursor.rowcount
+    elif backend == "RedisCache":
+        client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+        for pattern in (f"*:{marker}*", f"toolgate:ratelimit:{marker}*"):
+            for key in client.scan_iter(match=pattern, count=500):
+                count += int(client.delete(key))
+    return int(count)

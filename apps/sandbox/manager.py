@@ -513,6 +513,34 @@ def prune(now: Any = None) -> dict[str, int]:
     return counts
 
 
+def remove_tenant_containers(tenant: Any, *, reason: str) -> tuple[int, int]:
+    """Remove every container of one tenant: its rows' and any of this installation's labelled with it
+    (one whose row was lost). Returns (removed, left: the engine refused or could not be reached)."""
+    from apps.sandbox.models import SandboxContainer
+
+    removed = left = 0
+    for row in SandboxContainer.objects.for_tenant(tenant).select_related("tenant", "agent"):
+        if remove(row, reason=reason):
+            removed += 1
+        else:
+            left += 1
+    labels = [f"{LABEL_INSTANCE}={instance()}", f"{LABEL_TENANT}={tenant.pk}"]
+    try:
+        listed = client().api.containers(all=True, filters={"label": labels})
+    except SandboxUnavailable:
+        return removed, left  # no engine here: no container to remove
+    except _ENGINE_ERRORS:
+        # No engine answering: it runs none of them now; pruning removes any it still has once it is back.
+        logger.warning("sandbox: the engine cannot be reached; the tenant's unrecorded containers are left")
+        return removed, left
+    for entry in listed:
+        if _remove_quietly(str(entry["Id"])):
+            removed += 1
+        else:
+            left += 1
+    return removed, left
+
+
 def _vanished(container_id: str) -> bool:
     """Whether the engine no longer has the container at all (asked by id: a container made under
     another installation label is not "gone"); an engine that fails to answer keeps the row."""
