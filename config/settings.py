@@ -337,6 +337,18 @@ TOOLGATE_APPROVAL_TIMEOUT_SECONDS = env_int("TOOLGATE_APPROVAL_TIMEOUT_SECONDS",
 TOOLGATE_TEAM_TICKER_SECONDS = env_int("TOOLGATE_TEAM_TICKER_SECONDS", 300, minimum=60)
 # How often each process pings the MCP servers it holds sessions with (SPEC B §3.5: 30 seconds).
 TOOLGATE_MCP_HEALTH_SECONDS = env_int("TOOLGATE_MCP_HEALTH_SECONDS", 30, minimum=1)
+
+# Per-tenant quotas (apps/tenants/quotas.py): the installation's defaults, each from
+# TOOLGATE_QUOTA_<NAME> (0: no limit); platform staff override them per tenant (set_quota).
+TOOLGATE_QUOTA_DEFAULTS = {
+    "tool_calls_per_minute": env_int("TOOLGATE_QUOTA_TOOL_CALLS_PER_MINUTE", 600),
+    "api_requests_per_minute": env_int("TOOLGATE_QUOTA_API_REQUESTS_PER_MINUTE", 1200),
+    "concurrent_runs": env_int("TOOLGATE_QUOTA_CONCURRENT_RUNS", 20),
+    "agents": env_int("TOOLGATE_QUOTA_AGENTS", 100),
+    "mcp_servers": env_int("TOOLGATE_QUOTA_MCP_SERVERS", 50),
+    "workspace_bytes": env_int("TOOLGATE_QUOTA_WORKSPACE_BYTES", 5 * 1024**3),
+    "memory_chunks": env_int("TOOLGATE_QUOTA_MEMORY_CHUNKS", 200_000),
+}
 # A server's tool discovery that failed is tried again after this many seconds, doubling after each
 # failure up to the maximum, until it succeeds (django-q2's scheduler starts a due retry within 30 s).
 TOOLGATE_MCP_DISCOVERY_RETRY_SECONDS = env_int("TOOLGATE_MCP_DISCOVERY_RETRY_SECONDS", 5, minimum=1)
@@ -433,7 +445,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "apps.tenants.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "apps.tenants.api.schema.ToolgateAutoSchema",
     "UNAUTHENTICATED_USER": None,
-    "DEFAULT_THROTTLE_CLASSES": [],
+    # The tenant's api_requests_per_minute quota (apps/runtime/quota_limits.py); nothing else throttles.
+    "DEFAULT_THROTTLE_CLASSES": ["apps.runtime.quota_limits.TenantApiQuota"],
     # JSON only; and `?format=` is ours (the tool listing's openai|anthropic|mcp), not content negotiation.
     "URL_FORMAT_OVERRIDE": None,
 }

@@ -88,6 +88,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                     terminalreporter.write_line(str(value))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _rate_windows_closed_before_the_database_goes(django_db_setup: None) -> Iterator[None]:
+    """The rate limiter keeps connections of its own (apps/runtime/ratelimit.py): closed before the test
+    database is dropped, which a connection still open would refuse."""
+    yield
+    from apps.runtime import ratelimit
+
+    ratelimit.close_connections()
+
+
 @pytest.fixture
 def registered_schedules(db: None) -> None:
     """The recurring jobs as a freshly migrated database has them (``apps.toolkit.schedules``). A

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from apps.audit.services import record
 from apps.realtime import events
-from apps.tenants import keys, selectors, setting_secrets
+from apps.tenants import keys, quotas, selectors, setting_secrets
 from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, Forbidden, ServiceError
 from apps.tenants.models import Agent, ApiKey, Membership, SettingSecret, Tenant
@@ -288,6 +288,10 @@ def agent_create(
 ) -> Agent:
     _check_secrets(settings)
     public, secret_changes = setting_secrets.split(settings or {})
+    quotas.lock_tenant(actor.tenant)
+    quotas.enforce_count(
+        tenant=actor.tenant, name="agents", used=Agent.objects.for_tenant(actor.tenant).count()
+    )
     agent = Agent(
         tenant=actor.tenant,
         key=key,

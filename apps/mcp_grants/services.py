@@ -26,6 +26,7 @@ from apps.mcp_grants.models import (
     server_name_validator,
 )
 from apps.realtime import events
+from apps.tenants import quotas
 from apps.tenants.actors import Actor
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError, invalid_fields
 from apps.tenants.models import Agent
@@ -168,6 +169,9 @@ def server_create(*, actor: Actor, name: str, transport: str, **fields: Any) -> 
     server = MCPServer(tenant=actor.tenant, name=name, created_by=actor.label[:255])
     _apply(server, {**_current_fields(server), **fields, "transport": transport})
     _check_prefix_free(actor, server)
+    quotas.lock_tenant(actor.tenant)
+    used = MCPServer.objects.for_tenant(actor.tenant).count()
+    quotas.enforce_count(tenant=actor.tenant, name="mcp_servers", used=used)
     try:
         with transaction.atomic():
             server.save()

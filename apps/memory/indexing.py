@@ -19,6 +19,8 @@ from apps.memory.chunking import Chunk, chunk_markdown
 from apps.memory.models import MemoryChunk, MemoryDocument
 from apps.memory.services import TOPIC, content_hash, document_data, is_indexed_path
 from apps.realtime import events
+from apps.tenants import quotas
+from apps.tenants.errors import ServiceError
 from apps.tenants.models import Agent, Tenant
 
 logger = logging.getLogger(__name__)
@@ -44,6 +46,12 @@ def index_document(*, tenant: Tenant, document_id: str) -> str:
         locked = MemoryDocument.objects.for_tenant(tenant).select_for_update().filter(pk=document_id).first()
         if locked is None or content_hash(locked.content) != indexed_hash:
             return "gone"
+        quotas.lock_tenant(tenant)
+        others = MemoryChunk.objects.for_tenant(tenant).exclude(document_id=locked.pk).count()
+        try:
+            quotas.enforce_count(tenant=tenant, name="memory_chunks", used=others, adding=len(chunks))
+        except ServiceError as refused:  # another document took the room since this one was written
+            chunks, vectors, error = [], None, refused.message
         MemoryChunk.objects.for_tenant(tenant).filter(document_id=locked.pk).delete()
         MemoryChunk.objects.bulk_create(
             [

@@ -10,12 +10,14 @@ from django.db import IntegrityError, transaction
 
 from apps.audit.services import record
 from apps.memory import tasks
-from apps.memory.models import MAX_DOCUMENT_CHARS, MemoryDocument
+from apps.memory.chunking import chunk_markdown
+from apps.memory.models import MAX_DOCUMENT_CHARS, MemoryChunk, MemoryDocument
 from apps.memory.selectors import PathError, clean_path
 from apps.realtime import events
+from apps.tenants import quotas
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ErrorCode, ServiceError
-from apps.tenants.models import Agent
+from apps.tenants.models import Agent, Tenant
 
 TOPIC = "memory"
 APPEND_SEPARATOR = "\n\n---\n\n"
@@ -52,6 +54,16 @@ def _check(actor: Actor, agent: Agent, user_id: str, path: str) -> str:
         return clean_path(path)
     except PathError as error:
         raise ServiceError(ErrorCode.INVALID, str(error)) from None
+
+
+def _check_chunk_quota(tenant: Tenant, document: MemoryDocument, chunks: int) -> None:
+    """Refuse a document whose chunks would take the tenant past its ``memory_chunks`` quota (its own
+    current chunks are replaced, so they do not count)."""
+    quotas.lock_tenant(tenant)
+    others = MemoryChunk.objects.for_tenant(tenant)
+    if document.pk is not None and not document._state.adding:
+        others = others.exclude(document_id=document.pk)
+    quotas.enforce_count(tenant=tenant, name="memory_chunks", used=others.count(), adding=chunks)
 
 
 def _too_large(size: int) -> ServiceError:
@@ -95,6 +107,8 @@ def document_write(
         document.index_status = MemoryDocument.IndexStatus.SKIPPED
     elif document.indexed_hash != new_hash or document.index_status != MemoryDocument.IndexStatus.INDEXED:
         document.index_status = MemoryDocument.IndexStatus.PENDING
+    if document.index_status == MemoryDocument.IndexStatus.PENDING:
+        _check_chunk_quota(actor.tenant, document, len(chunk_markdown(content)))
     document.full_clean(exclude=["tenant", "agent"])
     document.save()
     data = document_data(document, agent)

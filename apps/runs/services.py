@@ -13,9 +13,10 @@ from apps.audit.services import record
 from apps.policy import approval_services
 from apps.policy.approval_models import ApprovalStatus, PendingApproval
 from apps.realtime import events
-from apps.runs.models import DEFAULT_MAX_ITERATIONS, MAX_INPUT_CHARS, MAX_ITERATIONS, Run
+from apps.runs.models import ACTIVE, DEFAULT_MAX_ITERATIONS, MAX_INPUT_CHARS, MAX_ITERATIONS, Run
 from apps.sessions import services as session_services
 from apps.sessions.models import Session
+from apps.tenants import quotas
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ErrorCode, ServiceError
 from apps.tenants.models import Agent, ApiKey, Membership
@@ -93,6 +94,9 @@ def run_create(
         raise _invalid("user_id", f"session {session_key!r} belongs to another user.")
     if session.status == Session.Status.ARCHIVED:
         raise ServiceError(ErrorCode.CONFLICT, f"session {session_key!r} is archived.", status=409)
+    quotas.lock_tenant(actor.tenant)
+    working = Run.objects.for_tenant(actor.tenant).filter(status__in=ACTIVE).count()
+    quotas.enforce_count(tenant=actor.tenant, name="concurrent_runs", used=working)
     run = Run.objects.create(
         tenant=actor.tenant,
         agent=agent,

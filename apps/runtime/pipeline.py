@@ -43,7 +43,7 @@ from apps.policy import approval_services, approvals, engine
 from apps.policy.approval_models import ApprovalStatus, PendingApproval
 from apps.policy.approvals import Verdict
 from apps.policy.engine import CallScope, Resolved
-from apps.runtime import caller
+from apps.runtime import caller, quota_limits, quota_usage
 from apps.runtime.ratelimit import check_rate_limit
 from apps.secure_cli.execution import routes_credentialed
 from apps.tenants import metrics, tracing
@@ -363,8 +363,14 @@ class _Call:
         if blocked is not None:
             return self.finish(Decision.SAFEGUARD, ToolResult.error(blocked))
 
-        # 5. rate limit
+        # 5. rate limits: the tenant's quota, then the session's
         with tracing.span("toolgate.rate_limit"):
+            # The workspace check first: it costs nothing most of the time and takes no slot.
+            over_quota = quota_usage.workspace_refusal(
+                self.actor.tenant, tool_name
+            ) or quota_limits.tool_call_refusal(self.actor.tenant)
+            if over_quota is not None:
+                return self.finish(Decision.RATE_LIMITED, ToolResult.error(over_quota))
             limited = check_rate_limit(
                 tenant=self.actor.tenant,
                 session_key=self.request.session_key,

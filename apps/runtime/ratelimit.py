@@ -20,19 +20,28 @@ Old entries are dropped on every check of their key. A key that is never used ag
 Redis' expiry, or in PostgreSQL by ``prune()``, which checks run now and then (``PRUNE_EVERY``).
 
 Time is the caller's wall clock (``time.time()``), or ``now=`` in tests.
+
+In PostgreSQL the windows are read and written on a connection of their own (one per thread, in
+autocommit), never on the request's: a check commits at once and holds its row's lock only for its one
+statement, whatever transaction the caller is in (a tenant-wide window locked to the end of a caller's
+transaction would serialise every call of that tenant), and it is counted whether or not the caller's
+work commits.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 import time
 import uuid
+import weakref
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from django.conf import settings
-from django.db import connection
+from django.db import connections
 
 from apps.policy.models import PolicyDocument, Scope
 
@@ -64,7 +73,7 @@ ON CONFLICT (key) DO UPDATE SET
     END,
     refused = cardinality(ARRAY(SELECT h FROM unnest(w.hits) AS h WHERE h > %(cutoff)s)) >= %(limit)s,
     updated_at = %(now)s
-RETURNING refused
+RETURNING refused, (SELECT min(h) FROM unnest(w.hits) AS h)
 """  # noqa: S608 (the only interpolation is the table name, a constant)
 
 _PRUNE_SQL = f"DELETE FROM {_TABLE} WHERE updated_at <= %s"  # noqa: S608
@@ -73,11 +82,12 @@ _PRUNE_SQL = f"DELETE FROM {_TABLE} WHERE updated_at <= %s"  # noqa: S608
 _CHECK_LUA = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
-    return 0
+    local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    return {0, oldest[2]}
 end
 redis.call('ZADD', KEYS[1], ARGV[1], ARGV[5])
 redis.call('EXPIRE', KEYS[1], ARGV[4])
-return 1
+return {1, ARGV[1]}
 """
 
 _prune_lock = threading.Lock()
@@ -118,18 +128,92 @@ def check_rate_limit(
     return MESSAGE % (limit, session_key)
 
 
+def window_count(*, key: str, window: float, now: float | None = None) -> int:
+    """How many calls ``key`` has in its window now (read only; for showing usage)."""
+    now = time.time() if now is None else now
+    if settings.REDIS_URL:
+        client, _ = _redis(settings.REDIS_URL)
+        return int(client.zcount(f"toolgate:ratelimit:{key}", f"({now - window!r}", "+inf"))
+    row = _run(
+        f"SELECT cardinality(ARRAY(SELECT h FROM unnest(hits) AS h WHERE h > %s)) FROM {_TABLE} "  # noqa: S608
+        "WHERE key = %s",
+        [now - window, key],
+    )
+    return int(row[0]) if row else 0
+
+
+_windows = threading.local()
+# Every connection made, weakly: a thread's ends with it, and ``close_connections`` reaches them all.
+_made: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+_made_lock = threading.Lock()
+
+
+def _window_connection() -> psycopg.Connection[Any]:
+    """This thread's autocommit connection to the database (made again after a fork or a failure)."""
+    held: psycopg.Connection[Any] | None = getattr(_windows, "connection", None)
+    if held is not None and not held.closed and getattr(_windows, "pid", None) == os.getpid():
+        return held
+    params = connections["default"].get_connection_params()
+    made = psycopg.connect(**params, autocommit=True)
+    _windows.connection, _windows.pid = made, os.getpid()
+    with _made_lock:
+        _made.add(made)
+    return made
+
+
+def close_connections() -> None:
+    """Close every thread's windows connection of this process (before the database is dropped, as a
+    test run ends; a thread that checks again later connects anew)."""
+    with _made_lock:
+        made = list(_made)
+        _made.clear()
+    for held in made:
+        held.close()
+
+
+def _run(statement: str, params: Any) -> tuple[Any, ...] | None:
+    """One statement on the windows' connection; once more on a fresh connection if that one broke
+    (a restarted database server)."""
+    for attempt in (1, 2):
+        try:
+            with _window_connection().cursor() as cursor:
+                cursor.execute(statement, params)
+                return cursor.fetchone() if cursor.description else (cursor.rowcount,)
+        except psycopg.OperationalError:
+            held = getattr(_windows, "connection", None)
+            if held is not None:
+                held.close()
+            if attempt == 2:
+                raise
+    return None
+
+
 def _check_postgres(key: str, limit: int, now: float) -> bool:
-    params: dict[str, str | float | int] = {
-        "key": key,
-        "now": now,
-        "cutoff": now - WINDOW_SECONDS,
-        "limit": limit,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(_CHECK_SQL, params)
-        (refused,) = cursor.fetchone()
+    return _take_postgres(key, limit, now, WINDOW_SECONDS) is None
+
+
+def _take_postgres(key: str, limit: int, now: float, window: float) -> float | None:
+    """None when the call is allowed (and recorded), else the seconds until the oldest hit in the window
+    leaves it."""
+    params: dict[str, str | float | int] = {"key": key, "now": now, "cutoff": now - window, "limit": limit}
+    row = _run(_CHECK_SQL, params)
+    assert row is not None  # INSERT … RETURNING always answers one row
+    refused, oldest = row
     _maybe_prune(now)
-    return not refused
+    if not refused:
+        return None
+    return max(0.0, (oldest if oldest is not None else now) + window - now)
+
+
+def take_slot(*, key: str, limit: int, window: float, now: float | None = None) -> float | None:
+    """One call against a sliding window of ``window`` seconds shared by every process: None when fewer
+    than ``limit`` calls were allowed in it (this one is recorded), else the seconds to wait until a slot
+    frees. ``key`` must start with the tenant's id (``<tenant id>:…``) so tenants never share one, and
+    so the tenant's deletion finds it."""
+    now = time.time() if now is None else now
+    if settings.REDIS_URL:
+        return _take_redis(key, limit, now, window)
+    return _take_postgres(key, limit, now, window)
 
 
 def _maybe_prune(now: float) -> None:
@@ -145,9 +229,8 @@ def prune(now: float | None = None) -> int:
     """Delete the PostgreSQL windows not checked for a whole window (all their hits have expired, so
     deleting one is the same as keeping it empty). Returns how many were deleted."""
     now = time.time() if now is None else now
-    with connection.cursor() as cursor:
-        cursor.execute(_PRUNE_SQL, [now - WINDOW_SECONDS])
-        return int(cursor.rowcount)
+    row = _run(_PRUNE_SQL, [now - WINDOW_SECONDS])
+    return int(row[0]) if row else 0
 
 
 @functools.cache
@@ -160,12 +243,18 @@ def _redis(url: str) -> tuple[redis.Redis, Any]:
 
 
 def _check_redis(key: str, limit: int, now: float) -> bool:
+    return _take_redis(key, limit, now, WINDOW_SECONDS) is None
+
+
+def _take_redis(key: str, limit: int, now: float, window: float) -> float | None:
     _, script = _redis(settings.REDIS_URL)
     # The same hit time twice must be two entries: the member carries a unique suffix.
     member = f"{now!r}:{uuid.uuid4().hex}"
-    expiry = math.ceil(WINDOW_SECONDS) + 1
-    allowed = script(
+    expiry = math.ceil(window) + 1
+    allowed, oldest = script(
         keys=[f"toolgate:ratelimit:{key}"],
-        args=[repr(now), repr(now - WINDOW_SECONDS), limit, expiry, member],
+        args=[repr(now), repr(now - window), limit, expiry, member],
     )
-    return bool(allowed)
+    if int(allowed):
+        return None
+    return max(0.0, float(oldest) + window - now)

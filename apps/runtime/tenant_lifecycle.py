@@ -40,6 +40,7 @@ from apps.runtime.tenant_export import (
     tenant_workspace,
 )
 from apps.sandbox import manager as sandbox
+from apps.tenants import quotas
 from apps.tenants.actors import Actor
 from apps.tenants.authentication import suspended_message
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError
@@ -270,3 +271,40 @@ def _delete_cache_keys(tenant: Tenant) -> int:
             for key in client.scan_iter(match=pattern, count=500):
                 count += int(client.delete(key))
     return int(count)
+
+
+def tenant_quota_set(*, tenant: Tenant, by: str, changes: dict[str, Any]) -> Tenant:
+    """Override (or, with None / "default", reset) some of the tenant's quotas; every value is checked
+    first, so a bad one changes nothing. Takes effect at once in every process (limits are read from the
+    tenant's row), and is written to the platform's log and the tenant's audit log."""
+    if not changes:
+        raise ServiceError(ErrorCode.INVALID, "quotas: name at least one quota to change.")
+    checked: dict[str, int | None] = {}
+    for name, value in changes.items():
+        try:
+            checked[name] = quotas.validate(name, value)
+        except ValueError as exc:
+            raise ServiceError(ErrorCode.INVALID, str(exc), details={name: [str(exc)]}) from None
+    with transaction.atomic():
+        locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        current = dict(locked.quotas or {})
+        before = {name: current.get(name) for name in checked}
+        for name, value in checked.items():
+            if value is None:
+                current.pop(name, None)
+            else:
+                current[name] = value
+        locked.quotas = current
+        locked.save(update_fields=["quotas", "updated_at"])
+        data = {"before": before, "after": checked, "by": by}
+        record(
+            actor=Actor.system(locked),
+            verb="tenant.quota_changed",
+            target_type="tenant",
+            target_id=str(locked.pk),
+            data=data,
+        )
+        platform_event(
+            by=by, verb="tenant.quota_changed", tenant=locked, data={"before": before, "after": checked}
+        )
+    return locked

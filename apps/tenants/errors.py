@@ -29,6 +29,7 @@ class ErrorCode(StrEnum):
     ALREADY_REVOKED = "already_revoked"
     TENANT_EXISTS = "tenant_exists"
     TENANT_SUSPENDED = "tenant_suspended"
+    QUOTA_EXCEEDED = "quota_exceeded"
     # policy
     APPROVAL_EXPIRED = "approval_expired"
 

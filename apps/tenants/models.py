@@ -45,6 +45,8 @@ class Tenant(models.Model):
     # members and keys in the refusal.
     suspended_at = models.DateTimeField(null=True, blank=True, editable=False)
     suspended_reason = models.CharField(max_length=500, blank=True, editable=False)
+    # Overrides of the installation's quota defaults, by name (``apps.tenants.quotas``); set by staff.
+    quotas = models.JSONField(default=dict, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

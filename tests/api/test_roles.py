@@ -97,6 +97,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("get", "/api/v1/stats/tool-calls?range=week", None, Role.VIEWER, 200),
     ("get", "/api/v1/stats/top?range=hour", None, Role.VIEWER, 200),
     ("get", "/api/v1/stats/needs-you", None, Role.VIEWER, 200),
+    ("get", "/api/v1/tenant/quota", None, Role.VIEWER, 200),
     ("get", "/api/v1/agents/{agent}/tools", None, Role.VIEWER, 200),
     ("get", "/api/v1/agents/{agent}/mcp/resources", None, Role.VIEWER, 200),
     ("get", "/api/v1/agents/{agent}/mcp/prompts", None, Role.VIEWER, 200),

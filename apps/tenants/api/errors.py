@@ -89,4 +89,5 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         )
     if isinstance(exc, exceptions.NotAuthenticated) and not headers:
         headers["WWW-Authenticate"] = 'Bearer realm="toolgate"'
-    return envelope(code, str(exc.detail), http_status=exc.status_code, headers=headers)
+    details = getattr(exc, "envelope_details", None)
+    return envelope(code, str(exc.detail), details, http_status=exc.status_code, headers=headers)

@@ -1,0 +1,75 @@
+"""The rate quotas as the runtime enforces them: tool calls (an error result telling the model to wait)
+and REST API requests (429 with ``Retry-After``), each a one-minute sliding window per tenant in the
+store every process shares (``apps.runtime.ratelimit.take_slot``). The limits: ``apps.tenants.quotas``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+
+from apps.runtime.ratelimit import take_slot
+from apps.tenants import quotas
+from apps.tenants.actors import Actor
+from apps.tenants.errors import ErrorCode
+from apps.tenants.models import Tenant
+
+WINDOW_SECONDS = 60.0
+
+
+def take_rate(tenant: Tenant, name: str) -> int | None:
+    """Count one against the tenant's rate quota ``name``: None when within it, else the whole seconds
+    (at least 1) to wait. The limit is read from the tenant row the caller holds (loaded with its
+    request), so a change applies from the next request on, in every process."""
+    current = quotas.limit(tenant, name)
+    if current.unlimited:
+        return None
+    wait = take_slot(key=f"{tenant.pk}:quota:{name}", limit=current.value, window=WINDOW_SECONDS)
+    return None if wait is None else max(1, math.ceil(wait))
+
+
+def tool_call_refusal(tenant: Tenant) -> str | None:
+    """The error a tool call gets when the tenant's ``tool_calls_per_minute`` quota is reached: what to
+    do, for the model (wait, then call again), not only what happened."""
+    wait = take_rate(tenant, "tool_calls_per_minute")
+    if wait is None:
+        return None
+    limit = quotas.limit(tenant, "tool_calls_per_minute").value
+    return (
+        f"Tool call refused: the tenant's quota tool_calls_per_minute ({limit} calls a minute for all of its "
+        f"agents) is reached. Wait {wait} s before calling a tool again; do not retry sooner."
+    )
+
+
+class QuotaExceeded(exceptions.APIException):
+    """429 ``quota_exceeded`` naming the quota, with ``Retry-After`` (the error handler sets it from
+    ``wait``)."""
+
+    status_code = 429
+    default_code = ErrorCode.QUOTA_EXCEEDED
+
+    def __init__(self, name: str, limit: int, wait: int) -> None:
+        super().__init__(
+            f"The tenant's quota {name} ({limit}: {quotas.DESCRIPTIONS[name]}) is reached; retry in {wait} s."
+        )
+        self.wait = wait
+        self.envelope_details: dict[str, Any] = {"quota": name, "limit": limit, "retry_after": wait}
+
+
+class TenantApiQuota(BaseThrottle):
+    """The ``api_requests_per_minute`` quota of the request's tenant, for every authenticated REST request
+    (API keys and dashboard sessions alike)."""
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        actor = request.auth
+        if not isinstance(actor, Actor):
+            return True
+        wait = take_rate(actor.tenant, "api_requests_per_minute")
+        if wait is None:
+            return True
+        raise QuotaExceeded(
+            "api_requests_per_minute", quotas.limit(actor.tenant, "api_requests_per_minute").value, wait
+        )
