@@ -32,7 +32,7 @@ class QuotasOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 class QuotasInput(StrictSerializer):
     quotas = serializers.DictField(
-        child=serializers.JSONField(),
+        child=serializers.JSONField(allow_null=True),
         help_text='name -> a whole number of 0 or more (0: no limit), or null / "default" for the default',
     )
 
