@@ -1,23 +1,53 @@
 """The rate quotas as the runtime enforces them: tool calls (an error result telling the model to wait)
 and REST API requests (429 with ``Retry-After``), each a one-minute sliding window per tenant in the
-store every process shares (``apps.runtime.ratelimit.take_slot``). The limits: ``apps.tenants.quotas``."""
+store every process shares (``apps.runtime.ratelimit.take_slots``). The limits: ``apps.tenants.quotas``.
+
+A process takes slots a second's worth at a time (``limit // 60``, at least 1) and hands them out
+itself for at most ``CREDIT_SECONDS``: a busy tenant costs the shared store one statement per batch, not
+per call. Slots are recorded in the shared window when taken, so the limit is never passed whatever the
+number of processes; slots a process took and did not use lapse, so a tenant near its limit on several
+processes may be refused a little early (never late). Small limits (under 120 a minute) are counted
+one call at a time, exactly.
+"""
 
 from __future__ import annotations
 
 import math
+import threading
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from apps.runtime.ratelimit import take_slot
+from apps.runtime.ratelimit import take_slots
 from apps.tenants import quotas
 from apps.tenants.actors import Actor
 from apps.tenants.errors import ErrorCode
 from apps.tenants.models import Tenant
 
 WINDOW_SECONDS = 60.0
+
+
+# Slots taken ahead are used within this time or lapse: well inside the window they were recorded in.
+CREDIT_SECONDS = 10.0
+
+
+@dataclass
+class _Credit:
+    slots: int
+    limit: int
+    until: float
+
+
+_credits: dict[tuple[str, str], _Credit] = {}
+_credits_lock = threading.Lock()
+
+
+def batch_size(limit: int) -> int:
+    return max(1, limit // 60)
 
 
 def take_rate(tenant: Tenant, name: str) -> int | None:
@@ -27,8 +57,26 @@ def take_rate(tenant: Tenant, name: str) -> int | None:
     current = quotas.limit(tenant, name)
     if current.unlimited:
         return None
-    wait = take_slot(key=f"{tenant.pk}:quota:{name}", limit=current.value, window=WINDOW_SECONDS)
-    return None if wait is None else max(1, math.ceil(wait))
+    key = (str(tenant.pk), name)
+    with _credits_lock:
+        credit = _credits.get(key)
+        usable = credit is not None and credit.limit == current.value and credit.until > time.monotonic()
+        if credit is not None and usable and credit.slots > 0:
+            credit.slots -= 1
+            return None
+        _credits.pop(key, None)
+    taken, wait = take_slots(
+        key=f"{tenant.pk}:quota:{name}",
+        limit=current.value,
+        window=WINDOW_SECONDS,
+        n=batch_size(current.value),
+    )
+    if taken == 0:
+        return max(1, math.ceil(wait))
+    if taken > 1:
+        with _credits_lock:
+            _credits[key] = _Credit(taken - 1, current.value, time.monotonic() + CREDIT_SECONDS)
+    return None
 
 
 def tool_call_refusal(tenant: Tenant) -> str | None:

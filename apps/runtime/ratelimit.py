@@ -60,34 +60,41 @@ PRUNE_EVERY = 600.0
 
 _TABLE = "runtime_ratelimitwindow"
 
-# One statement: insert the key's first hit, or (row locked) drop the hits older than the window and
-# append this one unless the window is full. "refused" records which branch ran, for RETURNING.
+# One statement: insert the key's first hits, or (row locked) drop the hits older than the window and
+# append up to %(n)s more while the window has room. In the UPDATE, every expression reads the row as it
+# was (w.*), locked; "granted" and "refused" record the outcome for RETURNING, which reads the new row.
+_KEPT = "ARRAY(SELECT h FROM unnest(w.hits) AS h WHERE h > %(cutoff)s)"
+_ROOM = f"GREATEST(0, LEAST(%(n)s, %(limit)s - cardinality({_KEPT})))"
 _CHECK_SQL = f"""
-INSERT INTO {_TABLE} AS w (key, hits, refused, updated_at)
-VALUES (%(key)s, ARRAY[%(now)s]::double precision[], false, %(now)s)
+INSERT INTO {_TABLE} AS w (key, hits, refused, granted, updated_at)
+VALUES (
+    %(key)s, array_fill(%(now)s::double precision, ARRAY[LEAST(%(n)s, %(limit)s)]), false,
+    LEAST(%(n)s, %(limit)s), %(now)s
+)
 ON CONFLICT (key) DO UPDATE SET
-    hits = CASE
-        WHEN cardinality(ARRAY(SELECT h FROM unnest(w.hits) AS h WHERE h > %(cutoff)s)) >= %(limit)s
-        THEN ARRAY(SELECT h FROM unnest(w.hits) AS h WHERE h > %(cutoff)s)
-        ELSE ARRAY(SELECT h FROM unnest(w.hits) AS h WHERE h > %(cutoff)s) || %(now)s::double precision
-    END,
-    refused = cardinality(ARRAY(SELECT h FROM unnest(w.hits) AS h WHERE h > %(cutoff)s)) >= %(limit)s,
+    hits = {_KEPT} || array_fill(%(now)s::double precision, ARRAY[{_ROOM}]),
+    granted = {_ROOM},
+    refused = cardinality({_KEPT}) >= %(limit)s,
     updated_at = %(now)s
-RETURNING refused, (SELECT min(h) FROM unnest(w.hits) AS h)
-"""  # noqa: S608 (the only interpolation is the table name, a constant)
+RETURNING granted, (SELECT min(h) FROM unnest(w.hits) AS h)
+"""  # noqa: S608 (the only interpolations are the table name and fragments, constants)
 
 _PRUNE_SQL = f"DELETE FROM {_TABLE} WHERE updated_at <= %s"  # noqa: S608
 
-# KEYS[1]: the window; ARGV: now, cutoff, limit, expiry seconds, a unique member for this call.
+# KEYS[1]: the window; ARGV: now, cutoff, limit, expiry seconds, a unique member prefix, slots wanted.
+# Returns {slots taken, the oldest hit's time}.
 _CHECK_LUA = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
-    local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-    return {0, oldest[2]}
+local room = tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[1])
+local taken = math.max(0, math.min(tonumber(ARGV[6]), room))
+for i = 1, taken do
+    redis.call('ZADD', KEYS[1], ARGV[1], ARGV[5] .. ':' .. i)
 end
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[5])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-return {1, ARGV[1]}
+if taken > 0 then
+    redis.call('EXPIRE', KEYS[1], ARGV[4])
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {taken, oldest[2] or ARGV[1]}
 """
 
 _prune_lock = threading.Lock()
@@ -189,31 +196,37 @@ def _run(statement: str, params: Any) -> tuple[Any, ...] | None:
 
 
 def _check_postgres(key: str, limit: int, now: float) -> bool:
-    return _take_postgres(key, limit, now, WINDOW_SECONDS) is None
+    return _take_postgres(key, limit, now, WINDOW_SECONDS, 1)[0] > 0
 
 
-def _take_postgres(key: str, limit: int, now: float, window: float) -> float | None:
-    """None when the call is allowed (and recorded), else the seconds until the oldest hit in the window
-    leaves it."""
-    params: dict[str, str | float | int] = {"key": key, "now": now, "cutoff": now - window, "limit": limit}
+def _take_postgres(key: str, limit: int, now: float, window: float, n: int) -> tuple[int, float]:
+    """Take up to ``n`` slots: (slots taken, seconds until the oldest hit in the window leaves it)."""
+    params: dict[str, str | float | int] = {
+        "key": key,
+        "now": now,
+        "cutoff": now - window,
+        "limit": limit,
+        "n": n,
+    }
     row = _run(_CHECK_SQL, params)
     assert row is not None  # INSERT … RETURNING always answers one row
-    refused, oldest = row
+    granted, oldest = row
     _maybe_prune(now)
-    if not refused:
-        return None
-    return max(0.0, (oldest if oldest is not None else now) + window - now)
+    return int(granted), max(0.0, (oldest if oldest is not None else now) + window - now)
 
 
-def take_slot(*, key: str, limit: int, window: float, now: float | None = None) -> float | None:
-    """One call against a sliding window of ``window`` seconds shared by every process: None when fewer
-    than ``limit`` calls were allowed in it (this one is recorded), else the seconds to wait until a slot
-    frees. ``key`` must start with the tenant's id (``<tenant id>:…``) so tenants never share one, and
-    so the tenant's deletion finds it."""
+def take_slots(
+    *, key: str, limit: int, window: float, n: int = 1, now: float | None = None
+) -> tuple[int, float]:
+    """Take up to ``n`` calls' slots at once in a sliding window of ``window`` seconds shared by every
+    process, never more than leave ``limit`` in it: (slots taken, 0 or more; seconds until the oldest
+    recorded call leaves the window, which is when a slot frees if none was taken). ``key`` must start
+    with the tenant's id (``<tenant id>:…``) so tenants never share one, and so the tenant's deletion
+    finds it."""
     now = time.time() if now is None else now
     if settings.REDIS_URL:
-        return _take_redis(key, limit, now, window)
-    return _take_postgres(key, limit, now, window)
+        return _take_redis(key, limit, now, window, n)
+    return _take_postgres(key, limit, now, window, n)
 
 
 def _maybe_prune(now: float) -> None:
@@ -243,18 +256,16 @@ def _redis(url: str) -> tuple[redis.Redis, Any]:
 
 
 def _check_redis(key: str, limit: int, now: float) -> bool:
-    return _take_redis(key, limit, now, WINDOW_SECONDS) is None
+    return _take_redis(key, limit, now, WINDOW_SECONDS, 1)[0] > 0
 
 
-def _take_redis(key: str, limit: int, now: float, window: float) -> float | None:
+def _take_redis(key: str, limit: int, now: float, window: float, n: int) -> tuple[int, float]:
     _, script = _redis(settings.REDIS_URL)
-    # The same hit time twice must be two entries: the member carries a unique suffix.
+    # The same hit time twice must be two entries: each member carries a unique suffix.
     member = f"{now!r}:{uuid.uuid4().hex}"
     expiry = math.ceil(window) + 1
-    allowed, oldest = script(
+    taken, oldest = script(
         keys=[f"toolgate:ratelimit:{key}"],
-        args=[repr(now), repr(now - window), limit, expiry, member],
+        args=[repr(now), repr(now - window), limit, expiry, member, n],
     )
-    if int(allowed):
-        return None
-    return max(0.0, float(oldest) + window - now)
+    return int(taken), max(0.0, float(oldest) + window - now)

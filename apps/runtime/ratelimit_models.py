@@ -18,6 +18,7 @@ class RateLimitWindow(models.Model):
     key = models.TextField(primary_key=True)  # "<tenant id>:<session key>"
     hits = ArrayField(models.FloatField(), default=list)
     refused = models.BooleanField(default=False)  # the outcome of the last check (read by RETURNING)
+    granted = models.IntegerField(default=0)  # slots the last check took (read by RETURNING)
     updated_at = models.FloatField(db_index=True)  # Unix seconds of the last check
 
     class Meta:

@@ -1,0 +1,58 @@
+"""The rate quotas take slots a batch at a time (a second's worth) and never pass the limit, however many
+processes take them (simulated by forgetting this process's slots between calls)."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.runtime import quota_limits
+from apps.runtime.ratelimit import window_count
+from apps.tenants.models import Tenant
+
+pytestmark = pytest.mark.django_db
+
+NAME = "tool_calls_per_minute"
+
+
+def limited(tenant: Tenant, value: int) -> Tenant:
+    Tenant.objects.filter(pk=tenant.pk).update(quotas={NAME: value})
+    return Tenant.objects.get(pk=tenant.pk)
+
+
+def recorded(tenant: Tenant) -> int:
+    return window_count(key=f"{tenant.pk}:quota:{NAME}", window=quota_limits.WINDOW_SECONDS)
+
+
+def test_one_statement_takes_a_seconds_worth_of_slots_and_the_process_hands_them_out(tenant_a):
+    tenant = limited(tenant_a, 600)  # 10 a second
+    assert quota_limits.take_rate(tenant, NAME) is None
+    assert recorded(tenant) == 10
+    assert [quota_limits.take_rate(tenant, NAME) for _ in range(9)] == [None] * 9
+    assert recorded(tenant) == 10  # the nine came from this process's batch
+    assert quota_limits.take_rate(tenant, NAME) is None
+    assert recorded(tenant) == 20
+
+
+def test_the_limit_holds_when_every_call_comes_from_another_process(tenant_a):
+    tenant = limited(tenant_a, 130)  # batches of 2: the last call finds room for one only
+    results = []
+    for _ in range(140):
+        quota_limits._credits.clear()  # a new process each time: what one took is not seen by the next
+        results.append(quota_limits.take_rate(tenant, NAME))
+    assert results[:65] == [None] * 65  # 65 statements took 2 each
+    assert all(wait is not None and 1 <= wait <= 60 for wait in results[65:])
+    assert recorded(tenant) == 130
+
+
+def test_a_changed_limit_drops_the_slots_taken_under_the_old_one(tenant_a):
+    tenant = limited(tenant_a, 600)
+    assert quota_limits.take_rate(tenant, NAME) is None  # 9 left in this process
+    tenant = limited(tenant_a, 10)  # lowered: the window already holds 10
+    assert quota_limits.take_rate(tenant, NAME) is not None
+
+
+def test_small_limits_are_counted_one_call_at_a_time(tenant_a):
+    tenant = limited(tenant_a, 100)
+    assert quota_limits.batch_size(100) == 1
+    assert quota_limits.take_rate(tenant, NAME) is None
+    assert recorded(tenant) == 1
