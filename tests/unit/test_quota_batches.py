@@ -37,7 +37,9 @@ def test_the_limit_holds_when_every_call_comes_from_another_process(tenant_a):
     tenant = limited(tenant_a, 130)  # batches of 2: the last call finds room for one only
     results = []
     for _ in range(140):
-        quota_limits._credits.clear()  # a new process each time: what one took is not seen by the next
+        # A new process each time: what one took or was refused is not seen by the next.
+        quota_limits._credits.clear()
+        quota_limits._closed.clear()
         results.append(quota_limits.take_rate(tenant, NAME))
     assert results[:65] == [None] * 65  # 65 statements took 2 each
     assert all(wait is not None and 1 <= wait <= 60 for wait in results[65:])
@@ -56,3 +58,16 @@ def test_small_limits_are_counted_one_call_at_a_time(tenant_a):
     assert quota_limits.batch_size(100) == 1
     assert quota_limits.take_rate(tenant, NAME) is None
     assert recorded(tenant) == 1
+
+
+def test_a_refused_tenant_is_refused_in_process_until_a_slot_can_free(tenant_a):
+    tenant = limited(tenant_a, 2)
+    assert [quota_limits.take_rate(tenant, NAME) for _ in range(2)] == [None, None]
+    first = quota_limits.take_rate(tenant, NAME)
+    assert first is not None
+    assert 1 <= first <= 60
+    quota_limits._credits.clear()
+    assert quota_limits.take_rate(tenant, NAME) is not None  # kept: no slot can free before then
+    assert recorded(tenant) == 2
+    raised = limited(tenant_a, 3)  # a raised limit is not held back by the refusal kept for the old one
+    assert quota_limits.take_rate(raised, NAME) is None
