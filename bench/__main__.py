@@ -43,6 +43,7 @@ from bench import (  # noqa: E402
     mcp_endpoint,
     measure,
     memory_search,
+    noisy_neighbour,
     overview,
     policy,
     sandbox,
@@ -127,10 +128,15 @@ def main() -> int:
         help="measure only the Overview's endpoints and page with 100,000 tool calls (bench.overview)",
     )
     parser.add_argument(
+        "--only-noisy-neighbour",
+        action="store_true",
+        help="measure only tenant B's latency alone and with tenant A flooding past its quota",
+    )
+    parser.add_argument(
         "--web-workers", type=int, default=None, help="N for bench.web_workers (default: cores)"
     )
     args = parser.parse_args()
-    if args.only_web_workers or args.only_mcp_bridge or args.only_overview:
+    if args.only_web_workers or args.only_mcp_bridge or args.only_overview or args.only_noisy_neighbour:
         args.skip_sandbox = True
     # The Docker engine is checked (and the busybox image built) before minutes are spent on the rest.
     try:
@@ -157,6 +163,9 @@ def main() -> int:
                     workers=args.web_workers,
                 )
             )
+            return 0
+        if args.only_noisy_neighbour:
+            print("\n".join(noisy_neighbour.run(db_name=BENCH_DB, seconds=args.seconds)))
             return 0
         if args.only_overview:
             print("\n".join(overview.run(tenant=seeded.tenant, api_key=seeded.api_key, seconds=args.seconds)))

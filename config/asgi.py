@@ -1,6 +1,7 @@
 """ASGI entry point: HTTP through Django (``/mcp/<agent key>/`` through the MCP endpoint), websockets
 through Channels."""
 
+import json
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -13,15 +14,52 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
+from apps.runtime import quota_limits  # noqa: E402
 from apps.runtime.mcp_endpoint import PATH_PATTERN, MCPEndpoint  # noqa: E402
 from apps.runtime.routing import websocket_urlpatterns  # noqa: E402
 from apps.tenants import metrics  # noqa: E402
+from apps.tenants.authentication import tenant_of_recent_key  # noqa: E402
 
 mcp_endpoint = MCPEndpoint()
 
 
+def _over_quota(scope: dict[str, Any]) -> int | None:
+    """The seconds to wait when the request's API key belongs to a tenant this process refused for its
+    request quota a moment ago (``quota_limits.refused_early``): such a request is answered here, before
+    a thread, a query or a key check is spent on it, so a tenant far over its quota cannot make the
+    others queue behind its refusals. Anything not known for certain goes the full way."""
+    if not scope["path"].startswith("/api/"):
+        return None
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, raw = value.decode("latin-1").strip().partition(" ")
+            tenant_id = tenant_of_recent_key(raw.strip()) if scheme.lower() == "bearer" else None
+            if tenant_id is None:
+                return None
+            return quota_limits.refused_early(tenant_id, "api_requests_per_minute")
+    return None
+
+
+async def _refuse(send: Any, wait: int) -> None:
+    body = json.dumps(
+        {
+            "error": {
+                "code": "quota_exceeded",
+                "message": f"The tenant's quota api_requests_per_minute is reached; retry in {wait} s.",
+                "details": {"quota": "api_requests_per_minute", "retry_after": wait},
+            }
+        }
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"retry-after", str(wait).encode())]
+    await send({"type": "http.response.start", "status": 429, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if PATH_PATTERN.match(scope["path"]):
+    wait = _over_quota(scope)
+    if wait is not None:
+        await _refuse(send, wait)
+    elif PATH_PATTERN.match(scope["path"]):
         await metrics.timed_asgi(mcp_endpoint, "mcp/<agent>/", scope, receive, send)
     else:
         await django_asgi_app(scope, receive, send)

@@ -37,6 +37,13 @@ CREDIT_SECONDS = 10.0
 
 
 @dataclass
+class _Closed:
+    limit: int
+    until: float  # monotonic: when the window's oldest call leaves it
+    confirmed: float  # monotonic: when a request last found the limit unchanged
+
+
+@dataclass
 class _Credit:
     slots: int
     limit: int
@@ -46,7 +53,10 @@ class _Credit:
 _credits: dict[tuple[str, str], _Credit] = {}
 # A refusal is kept in-process until the window's oldest call leaves it (no slot frees before): a tenant
 # far over its quota is refused without a statement per call, which is what keeps its neighbours fast.
-_closed: dict[tuple[str, str], tuple[int, float]] = {}
+_closed: dict[tuple[str, str], _Closed] = {}
+# How long the front gate (``refused_early``) trusts a refusal without the full path confirming it
+# against the tenant's current limit: a raised quota applies within this time.
+GATE_TRUST_SECONDS = 1.0
 _credits_lock = threading.Lock()
 
 
@@ -64,10 +74,10 @@ def take_rate(tenant: Tenant, name: str) -> int | None:
     key = (str(tenant.pk), name)
     with _credits_lock:
         closed = _closed.get(key)
-        if closed is not None and closed[0] == current.value:
-            left = closed[1] - time.monotonic()
-            if left > 0:
-                return max(1, math.ceil(left))
+        now = time.monotonic()
+        if closed is not None and closed.limit == current.value and closed.until > now:
+            closed.confirmed = now
+            return max(1, math.ceil(closed.until - now))
         _closed.pop(key, None)
         credit = _credits.get(key)
         usable = credit is not None and credit.limit == current.value and credit.until > time.monotonic()
@@ -83,12 +93,25 @@ def take_rate(tenant: Tenant, name: str) -> int | None:
     )
     if taken == 0:
         with _credits_lock:
-            _closed[key] = (current.value, time.monotonic() + wait)
+            now = time.monotonic()
+            _closed[key] = _Closed(current.value, now + wait, now)
         return max(1, math.ceil(wait))
     if taken > 1:
         with _credits_lock:
             _credits[key] = _Credit(taken - 1, current.value, time.monotonic() + CREDIT_SECONDS)
     return None
+
+
+def refused_early(tenant_id: str, name: str) -> int | None:
+    """The seconds to wait if this process refused the tenant's ``name`` quota in the last
+    ``GATE_TRUST_SECONDS`` and no slot can have freed since; else None (go the full way, which reads the
+    tenant's limit and confirms or lifts the refusal). No query, no lock held long: for the front gate."""
+    with _credits_lock:
+        closed = _closed.get((tenant_id, name))
+        now = time.monotonic()
+        if closed is None or closed.until <= now or closed.confirmed + GATE_TRUST_SECONDS <= now:
+            return None
+        return max(1, math.ceil(closed.until - now))
 
 
 def tool_call_refusal(tenant: Tenant) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +18,12 @@ from apps.tenants.errors import ErrorCode
 from apps.tenants.models import ApiKey, Membership, Tenant
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+# Keys that authenticated in this process lately, by the SHA-256 of the raw key (never the key itself):
+# the front gate (config/asgi.py) refuses a tenant known to be over its request quota without a thread,
+# a query or a key check. Only ever used to refuse, and only for ``RECENT_KEY_SECONDS``.
+RECENT_KEY_SECONDS = 60.0
+RECENT_KEYS_MAX = 10_000
+_recent_keys: dict[str, tuple[str, float]] = {}
 TENANT_HEADER = "X-Toolgate-Tenant"
 
 
@@ -70,11 +78,30 @@ def api_key_from_raw(raw: str) -> ApiKey | None:
         return None
     if not key.tenant.is_active:
         raise TenantSuspended(key.tenant)
+    _remember(raw, str(key.tenant_id))
     now = timezone.now()
     if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
         ApiKey.objects.for_tenant(key.tenant).filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now
     return key
+
+
+def _fingerprint(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _remember(raw: str, tenant_id: str) -> None:
+    if len(_recent_keys) >= RECENT_KEYS_MAX:
+        _recent_keys.clear()
+    _recent_keys[_fingerprint(raw)] = (tenant_id, time.monotonic() + RECENT_KEY_SECONDS)
+
+
+def tenant_of_recent_key(raw: str) -> str | None:
+    """The tenant id of ``raw`` if that exact key authenticated in this process in the last minute."""
+    known = _recent_keys.get(_fingerprint(raw))
+    if known is None or known[1] < time.monotonic():
+        return None
+    return known[0]
 
 
 def actor_for_api_key(key: ApiKey) -> Actor:
