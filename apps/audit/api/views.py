@@ -41,6 +41,7 @@ class NDJSONRenderer(_ExportRenderer):
     format = "ndjson"
 
 
+_EXPORT_RESPONSES = {(200, "text/csv"): OpenApiTypes.STR, (200, "application/x-ndjson"): OpenApiTypes.STR}
 EXPORT_RENDERERS = [renderers.JSONRenderer, CSVRenderer, NDJSONRenderer]
 _EXPORT_FORMAT = OpenApiParameter(
     "format", OpenApiTypes.STR, enum=list(export.FORMATS), description="csv (the default) or ndjson"
@@ -109,9 +110,7 @@ _FILTER_PARAMS = [
 
 @extend_schema_view(
     list=extend_schema(parameters=_FILTER_PARAMS),
-    export=extend_schema(
-        parameters=[*_FILTER_PARAMS, _EXPORT_FORMAT], responses={(200, "text/csv"): OpenApiTypes.STR}
-    ),
+    export=extend_schema(parameters=[*_FILTER_PARAMS, _EXPORT_FORMAT], responses=_EXPORT_RESPONSES),
 )
 class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
     """The tenant's append-only audit log, newest first (admins and owners)."""
@@ -196,7 +195,7 @@ _TOOL_CALL_FILTER_PARAMS = [
 @extend_schema_view(
     export=extend_schema(
         parameters=[*_TOOL_CALL_FILTER_PARAMS, _EXPORT_FORMAT],
-        responses={(200, "text/csv"): OpenApiTypes.STR},
+        responses=_EXPORT_RESPONSES,
     ),
 )
 class ToolCallViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
