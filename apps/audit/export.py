@@ -10,9 +10,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
@@ -138,11 +140,34 @@ LOGS: dict[str, tuple[list[str], Callable[[Any], dict[str, Any]]]] = {
 }
 
 
-def response(queryset: QuerySet[Any], *, log: str, fmt: str) -> StreamingHttpResponse:
-    """A download of ``queryset``'s rows of ``log`` in ``fmt``, streamed."""
+def is_asgi(request: Any) -> bool:
+    """Whether ``request`` (Django's or DRF's) came through the ASGI handler."""
+    return isinstance(getattr(request, "_request", request), ASGIRequest)
+
+
+BATCH_CHUNKS = 500  # rows read per hop to the database thread when served asynchronously
+
+
+def _next_batch(chunks: Iterator[str]) -> str | None:
+    """Up to ``BATCH_CHUNKS`` chunks of ``chunks`` as one text, or None once it is exhausted."""
+    batch = [chunk for _, chunk in zip(range(BATCH_CHUNKS), chunks, strict=False)]
+    return "".join(batch) if batch else None
+
+
+async def _async_stream(chunks: Iterator[str]) -> AsyncIterator[str]:
+    """``chunks`` read in the thread that holds the request's database connection (the ORM is sync),
+    a batch at a time, so that an ASGI server sends them as they come instead of buffering them all."""
+    while (batch := await sync_to_async(_next_batch, thread_sensitive=True)(chunks)) is not None:
+        yield batch
+
+
+def response(queryset: QuerySet[Any], *, log: str, fmt: str, asynchronous: bool) -> StreamingHttpResponse:
+    """A download of ``queryset``'s rows of ``log`` in ``fmt``, streamed (``asynchronous``: for an ASGI
+    request, where a sync iterator would be read whole before the first byte is sent)."""
     columns, to_row = LOGS[log]
+    chunks = stream(queryset, fmt=fmt, columns=columns, to_row=to_row)
     result = StreamingHttpResponse(
-        stream(queryset, fmt=fmt, columns=columns, to_row=to_row), content_type=FORMATS[fmt]
+        _async_stream(chunks) if asynchronous else chunks, content_type=FORMATS[fmt]
     )
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
     result["Content-Disposition"] = f'attachment; filename="{log.replace("_", "-")}-{stamp}.{fmt}"'

@@ -66,7 +66,7 @@ def _export(
         rows: Any = audit_event_list(tenant=tenant, **chosen).exclude(pk=event.pk)
     else:
         rows = tool_call_list(tenant=tenant, **chosen)
-    return export.response(rows, log=log, fmt=fmt)
+    return export.response(rows, log=log, fmt=fmt, asynchronous=export.is_asgi(view.request))
 
 
 class AuditEventOutput(serializers.ModelSerializer):  # type: ignore[type-arg]

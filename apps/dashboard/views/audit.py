@@ -72,7 +72,7 @@ def audit_export(request: DashboardRequest) -> HttpResponse:
         )
     event = record_export(actor=request.actor, log="audit", fmt=fmt, filters=filters)
     rows = audit_event_list(tenant=request.actor.tenant, **filters).exclude(pk=event.pk)
-    return export.response(rows, log="audit", fmt=fmt)
+    return export.response(rows, log="audit", fmt=fmt, asynchronous=export.is_asgi(request))
 
 
 def target_url(event: AuditEvent) -> str | None:

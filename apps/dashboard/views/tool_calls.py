@@ -69,7 +69,8 @@ def tool_call_export(request: DashboardRequest) -> HttpResponse:
             "Invalid export: check the format and the filters.", status=400, content_type="text/plain"
         )
     record_export(actor=request.actor, log="tool_calls", fmt=fmt, filters=filters)
-    return export.response(tool_call_list(tenant=request.actor.tenant, **filters), log="tool_calls", fmt=fmt)
+    rows = tool_call_list(tenant=request.actor.tenant, **filters)
+    return export.response(rows, log="tool_calls", fmt=fmt, asynchronous=export.is_asgi(request))
 
 
 @dashboard_view(Role.MEMBER, methods=READ_ONLY)
