@@ -4,6 +4,7 @@ rows of the caller's tenant, streamed as CSV or NDJSON, formula-safe, audited, f
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import json
 
@@ -82,7 +83,7 @@ def test_the_audit_export_is_csv_by_default_and_escapes_formulas(admin_a, tenant
 
 def test_a_time_filter_applies_to_the_export(admin_a, tenant_a):
     call(tenant_a)
-    future = (timezone.now() + timezone.timedelta(minutes=5)).isoformat().replace("+00:00", "Z")
+    future = (timezone.now() + datetime.timedelta(minutes=5)).isoformat().replace("+00:00", "Z")
 
     response = admin_a.get(f"/api/v1/tool-calls/export/?format=csv&since={future}")
 

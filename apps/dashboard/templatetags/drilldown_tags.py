@@ -14,13 +14,14 @@ NOT_FILTERS = ("page", "format")
 
 
 def filter_query(query: QueryDict, **changes: str) -> str:
-    """``query`` without its page, with ``changes`` set, as a query string (with its ``?``)."""
+    """``query`` without its page (nor its export format), with ``changes`` set, as a query string
+    (with its ``?``)."""
     params = query.copy()
     for name in NOT_FILTERS:
         params.pop(name, None)
     for name, value in changes.items():
         params[name] = value
-    return "?" + params.urlencode()
+    return "?" + str(params.urlencode())
 
 
 @register.simple_tag(takes_context=True)
@@ -35,7 +36,4 @@ def filter_url(context: dict[str, Any], name: str, value: Any, name2: str = "", 
 @register.simple_tag(takes_context=True)
 def export_url(context: dict[str, Any], fmt: str) -> str:
     """The current filters with ``format`` = ``fmt`` (for the export links)."""
-    params = context["request"].GET.copy()
-    params.pop("page", None)
-    params["format"] = fmt
-    return "?" + params.urlencode()
+    return filter_query(context["request"].GET, format=fmt)

@@ -4,6 +4,7 @@ call's own page, and the log's export."""
 from __future__ import annotations
 
 import uuid
+from typing import cast
 
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
@@ -70,7 +71,9 @@ def tool_call_export(request: DashboardRequest) -> HttpResponse:
         )
     record_export(actor=request.actor, log="tool_calls", fmt=fmt, filters=filters)
     rows = tool_call_list(tenant=request.actor.tenant, **filters)
-    return export.response(rows, log="tool_calls", fmt=fmt, asynchronous=export.is_asgi(request))
+    # dashboard_view is typed for HttpResponse; Django serves a streamed one the same way.
+    streamed = export.response(rows, log="tool_calls", fmt=fmt, asynchronous=export.is_asgi(request))
+    return cast(HttpResponse, streamed)
 
 
 @dashboard_view(Role.MEMBER, methods=READ_ONLY)
