@@ -23,7 +23,8 @@ from django.utils import timezone
 from apps.audit.models import AuditEvent, ToolCall
 
 EXPORT_LIMIT = 100_000
-CHUNK_SIZE = 2000
+CHUNK_SIZE = 2000  # rows fetched from the database at a time
+ROWS_PER_CHUNK = 100  # rows sent in one chunk of the response
 FORMATS = {"csv": "text/csv; charset=utf-8", "ndjson": "application/x-ndjson"}
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -116,9 +117,12 @@ def stream(
         row = to_row(obj)
         if fmt == "csv":
             writer.writerow([csv_cell(row[name]) for name in columns])
-            yield _take(buffer)
         else:
-            yield json.dumps(row, cls=DjangoJSONEncoder, ensure_ascii=False) + "\n"
+            buffer.write(json.dumps(row, cls=DjangoJSONEncoder, ensure_ascii=False) + "\n")
+        if count % ROWS_PER_CHUNK == ROWS_PER_CHUNK - 1:
+            yield _take(buffer)
+    if buffer.tell():
+        yield _take(buffer)
     if truncated:
         if fmt == "csv":
             writer.writerow([f"# truncated: an export holds at most {EXPORT_LIMIT} rows"])
@@ -145,7 +149,8 @@ def is_asgi(request: Any) -> bool:
     return isinstance(getattr(request, "_request", request), ASGIRequest)
 
 
-BATCH_CHUNKS = 500  # rows read per hop to the database thread when served asynchronously
+# Chunks (of ROWS_PER_CHUNK rows) read per hop to the database thread when served asynchronously.
+BATCH_CHUNKS = 20
 
 
 def _next_batch(chunks: Iterator[str]) -> str | None:
