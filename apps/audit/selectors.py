@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Q, QuerySet
+from django.db.models import CharField, Count, F, Q, QuerySet, Value
 from django.utils import timezone
 
 from apps.audit.models import AuditEvent, ToolCall
@@ -71,6 +71,74 @@ def tool_call_list(
         "created_at__lt": until,
     }
     return qs.filter(**{k: v for k, v in filters.items() if v is not None}).order_by("-created_at", "-id")
+
+
+def audit_event_get(*, tenant: Tenant, event_id: Any) -> AuditEvent | None:
+    """One of the tenant's audit events, or None (another tenant's is None too)."""
+    return AuditEvent.objects.for_tenant(tenant).filter(pk=event_id).first()
+
+
+def tool_call_get(*, tenant: Tenant, call_id: Any) -> ToolCall | None:
+    """One of the tenant's tool calls, or None (another tenant's is None too)."""
+    return ToolCall.objects.for_tenant(tenant).filter(pk=call_id).first()
+
+
+RELATED_EVENTS_LIMIT = 50
+
+
+def tool_call_audit_events(*, tenant: Tenant, call: ToolCall) -> list[AuditEvent]:
+    """The audit events written by the request that made ``call`` (they share its request id), oldest
+    first, at most ``RELATED_EVENTS_LIMIT``: an approval asked for, a file written, a memory saved."""
+    if not call.request_id:
+        return []
+    return list(
+        AuditEvent.objects.for_tenant(tenant)
+        .filter(request_id=call.request_id)
+        .order_by("created_at", "id")[:RELATED_EVENTS_LIMIT]
+    )
+
+
+# Filter suggestions: distinct values of the tenant's recent rows, over the (tenant, time) index.
+SUGGESTION_DAYS = 30
+SUGGESTION_LIMIT = 50
+SUGGESTION_SCAN = 5000  # rows looked at, newest first
+
+
+def _distinct_recent(qs: QuerySet[Any], fields: Sequence[str], now: datetime | None) -> dict[str, list[str]]:
+    """Per field of ``fields``, its distinct non-empty values in ``qs``'s newest ``SUGGESTION_SCAN`` rows
+    of the last ``SUGGESTION_DAYS`` days (at most ``SUGGESTION_LIMIT``, sorted): one query, a
+    ``UNION ALL`` of one bounded part per field."""
+    since = (now or timezone.now()) - timedelta(days=SUGGESTION_DAYS)
+    # The newest rows only, so the work stays the same however busy the tenant is.
+    newest = qs.filter(created_at__gte=since).order_by("-created_at", "-id").values("pk")[:SUGGESTION_SCAN]
+    recent = qs.filter(pk__in=newest)
+    parts = [
+        recent.exclude(**{field: ""})
+        .annotate(field_name=Value(field, output_field=CharField()), value=F(field))
+        .values_list("field_name", "value")
+        .distinct()
+        .order_by("value")[:SUGGESTION_LIMIT]
+        for field in fields
+    ]
+    found: dict[str, list[str]] = {field: [] for field in fields}
+    for field, value in parts[0].union(*parts[1:], all=True):
+        found[field].append(value)
+    return {field: sorted(values) for field, values in found.items()}
+
+
+AUDIT_SUGGESTED = ("verb", "actor_id", "target_type")
+TOOL_CALL_SUGGESTED = ("agent_key", "tool", "session_key")
+
+
+def audit_event_suggestions(*, tenant: Tenant, now: datetime | None = None) -> dict[str, list[str]]:
+    """Per filterable field, its distinct values in the tenant's last ``SUGGESTION_DAYS`` days (at most
+    ``SUGGESTION_LIMIT``, sorted), in one query."""
+    return _distinct_recent(AuditEvent.objects.for_tenant(tenant), AUDIT_SUGGESTED, now)
+
+
+def tool_call_suggestions(*, tenant: Tenant, now: datetime | None = None) -> dict[str, list[str]]:
+    """Like :func:`audit_event_suggestions`, for the tool calls' agent, tool and session key."""
+    return _distinct_recent(ToolCall.objects.for_tenant(tenant), TOOL_CALL_SUGGESTED, now)
 
 
 # --- aggregates of the tool calls (the Overview) ----------------------------------------------------------

@@ -9,6 +9,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models.sql import InsertQuery
 
 from apps.audit import context
+from apps.audit.export import EXPORT_LIMIT
 from apps.audit.models import AuditEvent, ToolCall
 from apps.realtime import events
 
@@ -145,3 +146,14 @@ def serialize_tool_call(call: ToolCall) -> dict[str, Any]:
         "origin": call.origin,
         "actor": {"kind": call.actor_kind, "id": call.actor_id},
     }
+
+
+def record_export(*, actor: Actor, log: str, fmt: str, filters: dict[str, Any]) -> AuditEvent:
+    """Audit an export of ``log`` ("audit" or "tool_calls") as it starts: its format, its filters and
+    the row limit (the count is not known until the stream has been read, so it is not recorded)."""
+    return record(
+        actor=actor,
+        verb=f"{log}.exported",
+        target_type=log,
+        data={"format": fmt, "filters": filters, "limit": EXPORT_LIMIT},
+    )

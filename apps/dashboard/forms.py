@@ -250,26 +250,47 @@ class FilterForm(DashboardForm):
         return {name: value for name, value in cleaned.items() if value not in (None, "")}
 
 
+def _suggested(datalist_id: str) -> forms.TextInput:
+    """A text input offered the values of the ``<datalist>`` with ``datalist_id`` (the page renders it)."""
+    return forms.TextInput(attrs={"list": datalist_id, "autocomplete": "off"})
+
+
 class AuditFilterForm(FilterForm):
     verb = forms.CharField(
-        max_length=100, required=False, help_text="Exact, or a prefix ending in '.' or '*'."
+        max_length=100,
+        required=False,
+        help_text="Exact, or a prefix ending in '.' or '*'.",
+        widget=_suggested("suggest-verb"),
     )
     actor_kind = forms.ChoiceField(
         choices=[("", "Any"), *AuditEvent.ActorKind.choices], required=False, label="Actor kind"
     )
-    actor_id = forms.CharField(max_length=64, required=False, label="Actor id")
-    target_type = forms.CharField(max_length=100, required=False, label="Target type")
+    actor_id = forms.CharField(
+        max_length=64, required=False, label="Actor id", widget=_suggested("suggest-actor_id")
+    )
+    target_type = forms.CharField(
+        max_length=100, required=False, label="Target type", widget=_suggested("suggest-target_type")
+    )
     target_id = forms.CharField(max_length=100, required=False, label="Target id")
     since = forms.DateTimeField(required=False, label="Since (UTC)", widget=DATETIME_INPUT)
     until = forms.DateTimeField(required=False, label="Until (UTC)", widget=DATETIME_INPUT)
 
 
 class ToolCallFilterForm(FilterForm):
-    agent = forms.CharField(max_length=64, required=False, help_text="Agent key, exact.")
-    tool = forms.CharField(max_length=200, required=False, help_text="The name as called, exact.")
+    agent = forms.CharField(
+        max_length=64, required=False, help_text="Agent key, exact.", widget=_suggested("suggest-agent_key")
+    )
+    tool = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="The name as called, exact.",
+        widget=_suggested("suggest-tool"),
+    )
     decision = forms.ChoiceField(choices=[("", "Any"), *ToolCall.Decision.choices], required=False)
     status = forms.ChoiceField(choices=[("", "Any"), *ToolCall.Status.choices], required=False)
-    session_key = forms.CharField(max_length=200, required=False, label="Session key")
+    session_key = forms.CharField(
+        max_length=200, required=False, label="Session key", widget=_suggested("suggest-session_key")
+    )
     since = forms.DateTimeField(required=False, label="Since (UTC)", widget=DATETIME_INPUT)
     until = forms.DateTimeField(required=False, label="Until (UTC)", widget=DATETIME_INPUT)
 

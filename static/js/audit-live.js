@@ -9,7 +9,28 @@
 
   const filters = live.readJson("audit-live-filters");
   const SUMMARY_CHARS = 160;
-  const TITLE_CHARS = 4000;
+
+  // A cell's value as a filter of the table, keeping the page's other filters (as the server's
+  // filter_url tag does) and starting again from the first page.
+  function filterHref(changes) {
+    const params = new URLSearchParams(window.location.search);
+    params.delete("page");
+    params.delete("format");
+    Object.keys(changes).forEach(function (name) { params.set(name, changes[name]); });
+    return "?" + params.toString();
+  }
+
+  function link(href, child, className) {
+    const a = document.createElement("a");
+    a.href = href;
+    if (className) a.className = className;
+    a.append(child);
+    return a;
+  }
+
+  function detailHref(id) {
+    return (table.dataset.detailBase || "") + encodeURIComponent(id) + "/";
+  }
 
   // The same filters the server applied to the page, so a live row never contradicts them.
   function matches(data) {
@@ -28,23 +49,31 @@
     return true;
   }
 
-  // The same cells as templates/dashboard/audit/_table.html.
+  // The same cells (and links) as templates/dashboard/audit/_table.html.
   function buildRow(data) {
     const row = document.createElement("tr");
-    live.cell(row, "nowrap").append(live.timeNode(data.created_at));
+    const open = link(detailHref(data.id), live.timeNode(data.created_at), "detail-link");
+    open.title = "Open this event";
+    live.cell(row, "nowrap").append(open);
 
     const actor = live.cell(row);
-    actor.append(live.el("span", data.actor.label || data.actor.id, "actor"), " ", live.el("span", data.actor.kind, "badge"));
+    const actorFilter = { actor_kind: data.actor.kind, actor_id: data.actor.id };
+    actor.append(
+      link(filterHref(actorFilter), data.actor.label || data.actor.id, "filter-link actor"),
+      " ",
+      link(filterHref({ actor_kind: data.actor.kind }), live.el("span", data.actor.kind, "badge"), "filter-link")
+    );
 
     live.cell(row).append(live.el("code", data.verb));
 
     const target = live.cell(row);
-    target.append(live.el("span", data.target.type, "muted"));
-    if (data.target.id) target.append(" ", live.el("code", live.truncate(data.target.id, 14), "small"));
+    target.append(link(filterHref({ target_type: data.target.type }), data.target.type, "filter-link muted"));
+    if (data.target.id) {
+      const targetFilter = { target_type: data.target.type, target_id: data.target.id };
+      target.append(" ", link(filterHref(targetFilter), live.el("code", live.truncate(data.target.id, 14), "small"), "filter-link"));
+    }
 
-    const details = live.el("span", live.summary(data.data, SUMMARY_CHARS));
-    details.title = live.summary(data.data, TITLE_CHARS);
-    live.cell(row, "details mono small").append(details);
+    live.cell(row, "details mono small").append(link(detailHref(data.id), live.summary(data.data, SUMMARY_CHARS) || "{}", "detail-link"));
     return row;
   }
 

@@ -13,6 +13,28 @@
   const decisions = config.decisions || {};
   const ARGS_SUMMARY_CHARS = 60;
 
+  // A cell's value as a filter of the table, keeping the page's other filters (as the server's
+  // filter_url tag does) and starting again from the first page.
+  function filterHref(changes) {
+    const params = new URLSearchParams(window.location.search);
+    params.delete("page");
+    params.delete("format");
+    Object.keys(changes).forEach(function (name) { params.set(name, changes[name]); });
+    return "?" + params.toString();
+  }
+
+  function link(href, child, className) {
+    const a = document.createElement("a");
+    a.href = href;
+    if (className) a.className = className;
+    a.append(child);
+    return a;
+  }
+
+  function detailHref(id) {
+    return (table.dataset.detailBase || "") + encodeURIComponent(id) + "/";
+  }
+
   // The same exact-match filters the server applied to the page (its "since" holds for new calls).
   function matches(data) {
     if (filters.agent && data.agent !== filters.agent) return false;
@@ -45,14 +67,18 @@
 
   function buildRow(data) {
     const row = document.createElement("tr");
-    live.cell(row, "time-cell").append(live.timeNode(data.created_at));
+    const open = link(detailHref(data.id), live.timeNode(data.created_at), "detail-link");
+    open.title = "Open this call";
+    live.cell(row, "time-cell").append(open);
 
     const agent = live.cell(row);
-    agent.append(live.el("code", data.agent));
-    withLine(agent, data.session_key || "—", "mono small muted session").title = "Session key";
+    agent.append(link(filterHref({ agent: data.agent }), live.el("code", data.agent), "filter-link"));
+    const session = withLine(agent, data.session_key ? null : "—", "mono small muted session");
+    session.title = "Session key";
+    if (data.session_key) session.append(link(filterHref({ session_key: data.session_key }), data.session_key, "filter-link"));
 
     const tool = live.cell(row, "tool-cell");
-    tool.append(live.el("code", data.tool));
+    tool.append(link(filterHref({ tool: data.tool }), live.el("code", data.tool), "filter-link"));
     if (data.resolved_tool && data.resolved_tool !== data.tool) {
       const line = live.el("div", null, "small");
       const arrow = live.el("span", "→", "muted");
@@ -62,8 +88,9 @@
     }
 
     const outcome = live.cell(row);
-    outcome.append(live.el("span", decisions[data.decision] || data.decision, "badge decision decision-" + data.decision));
-    withLine(outcome, data.status, "status status-" + data.status);
+    const badge = live.el("span", decisions[data.decision] || data.decision, "badge decision decision-" + data.decision);
+    outcome.append(link(filterHref({ decision: data.decision }), badge, "filter-link"));
+    withLine(outcome, null, "status status-" + data.status).append(link(filterHref({ status: data.status }), data.status, "filter-link"));
 
     const timing = live.cell(row, "nowrap num");
     timing.append(duration(data.duration_ms));
@@ -73,9 +100,7 @@
 
     const details = live.cell(row, "call-details small");
     if (data.error) {
-      const error = live.el("div", data.error, "call-error");
-      error.title = data.error;
-      details.append(error);
+      details.append(live.el("div", data.error, "call-error"));
     }
     if (data.args && Object.keys(data.args).length) {
       const box = live.el("details", null, "args");

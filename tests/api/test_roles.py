@@ -10,6 +10,7 @@ import pytest
 from django.db import transaction
 
 from apps.accounts import services
+from apps.audit.models import AuditEvent, ToolCall
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import RANK, Role
@@ -49,6 +50,18 @@ def _targets(tenant: Tenant) -> dict[str, str]:
         "agent": agent.key,
         "key": str(key.pk),
         "membership": str(membership.pk),
+        "audit_event": str(AuditEvent.objects.for_tenant(tenant).filter(verb="agent.created").get().pk),
+        "tool_call": str(
+            ToolCall.objects.create(
+                tenant=tenant,
+                agent_key="target",
+                tool="datetime",
+                decision="allowed",
+                status="ok",
+                actor_kind="system",
+                actor_id="system",
+            ).pk
+        ),
         **roles_policy.targets(tenant),
         **roles_approvals.targets(tenant),
         **roles_teams.targets(tenant),
@@ -91,6 +104,8 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("patch", "/api/v1/memberships/{membership}/", {"role": "member"}, Role.OWNER, 200),
     ("delete", "/api/v1/memberships/{membership}/", None, Role.OWNER, 204),
     ("get", "/api/v1/audit/events/", None, Role.ADMIN, 200),
+    ("get", "/api/v1/audit/events/export/?format=ndjson&verb=agent.created", None, Role.ADMIN, 200),
+    ("get", "/api/v1/audit/events/{audit_event}/", None, Role.ADMIN, 200),
     ("get", "/api/v1/tenant/", None, Role.VIEWER, 200),
     ("patch", "/api/v1/tenant/", {"settings": {"sandbox": {"mode": "all"}}}, Role.ADMIN, 200),
     ("get", "/api/v1/tools/catalog/", None, Role.VIEWER, 200),
@@ -107,6 +122,8 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, str, int]] = [
     ("post", "/api/v1/agents/{agent}/mcp/prompts/get", {"name": "mcp_lib__summarize"}, Role.MEMBER, 404),
     ("post", "/api/v1/runtime/execute", {"agent": "target", "tool": "datetime"}, Role.MEMBER, 200),
     ("get", "/api/v1/tool-calls/", None, Role.MEMBER, 200),
+    ("get", "/api/v1/tool-calls/export/?format=csv", None, Role.MEMBER, 200),
+    ("get", "/api/v1/tool-calls/{tool_call}/", None, Role.MEMBER, 200),
     *roles_policy.ACTIONS,
     *roles_approvals.ACTIONS,
     *roles_teams.ACTIONS,

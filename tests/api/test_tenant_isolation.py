@@ -74,6 +74,8 @@ CASES: dict[str, Case] = {
     "audit-event-detail": Case(make=_audit_event),
     "tool-call-list": Case(make=_tool_call, collection=True),
     "tool-call-detail": Case(make=_tool_call),
+    "audit-event-export": Case(make=_audit_event, collection=True),
+    "tool-call-export": Case(make=_tool_call, collection=True),
     "agent-tools": Case(make=_agent),
     "agent-mcp-resources": Case(make=_agent),
     "agent-mcp-resource-read": Case(make=_agent),
@@ -138,7 +140,8 @@ def test_tenant_b_cannot_reach_tenant_a(name, tenant_a, tenant_b, outsider):
         assert tenant_a.slug not in response.content.decode()
     elif case.collection:
         assert response.status_code == 200
-        body = response.content.decode()
+        # An export is streamed: its body is read from the stream.
+        body = b"".join(response.streaming_content if response.streaming else [response.content]).decode()
         leaked = [i for i in a_ids if i in body]
         assert not leaked, f"{name} leaked tenant A ids {leaked}"
         for value in kwargs.values():

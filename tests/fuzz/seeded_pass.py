@@ -45,8 +45,6 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 # Operations the role matrix does not send with success, with the request that succeeds. The run's
 # messages and its finish come after its claim (writes keep their order).
 EXTRA: list[tuple[str, str, dict[str, Any] | None]] = [
-    ("get", "/api/v1/audit/events/{audit_event}/", None),
-    ("get", "/api/v1/tool-calls/{tool_call}/", None),
     ("get", "/api/v1/mcp/requests/{mcp_request}/", None),
     ("post", "/api/v1/mcp/servers/{mcp_server}/test", None),
     ("post", "/api/v1/mcp/servers/{mcp_server}/refresh", None),

@@ -2,15 +2,71 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, serializers
+from rest_framework import mixins, renderers, serializers
+from rest_framework.decorators import action
+from rest_framework.request import Request
 
+from apps.audit import export
 from apps.audit.models import AuditEvent, ToolCall
 from apps.audit.selectors import audit_event_list, tool_call_list
+from apps.audit.services import record_export
 from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet
 from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.roles import Role
+
+
+class _ExportRenderer(renderers.BaseRenderer):
+    """Lets a client ask for the export with ``Accept: text/csv`` (or NDJSON) without a 406; the rows
+    are streamed by the view (the ``format`` parameter picks them), so this renders only an error's
+    body, as JSON."""
+
+    charset = "utf-8"
+
+    def render(
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None
+    ) -> bytes:
+        return renderers.JSONRenderer().render(data)
+
+
+class CSVRenderer(_ExportRenderer):
+    media_type = "text/csv"
+    format = "csv"
+
+
+class NDJSONRenderer(_ExportRenderer):
+    media_type = "application/x-ndjson"
+    format = "ndjson"
+
+
+_EXPORT_RESPONSES = {(200, "text/csv"): OpenApiTypes.STR, (200, "application/x-ndjson"): OpenApiTypes.STR}
+EXPORT_RENDERERS = [renderers.JSONRenderer, CSVRenderer, NDJSONRenderer]
+_EXPORT_FORMAT = OpenApiParameter(
+    "format", OpenApiTypes.STR, enum=list(export.FORMATS), description="csv (the default) or ndjson"
+)
+
+
+def _export(
+    view: TenantScopedViewSet, filter_input: type[StrictSerializer], log: str
+) -> StreamingHttpResponse:
+    """The filtered rows of ``log`` streamed in the requested format, audited as the export starts."""
+    params = view.request.query_params.dict()
+    fmt = params.pop("format", "csv")
+    if fmt not in export.FORMATS:
+        raise serializers.ValidationError({"format": [f"One of: {', '.join(export.FORMATS)}."]})
+    filters = filter_input(data=params)
+    filters.is_valid(raise_exception=True)
+    chosen = {k: v for k, v in filters.validated_data.items() if k not in {"cursor", "page_size"}}
+    tenant = view.actor.tenant
+    event = record_export(actor=view.actor, log=log, fmt=fmt, filters=chosen)
+    if log == "audit":
+        # The export's own event is left out: it is not one of the rows being exported.
+        rows: Any = audit_event_list(tenant=tenant, **chosen).exclude(pk=event.pk)
+    else:
+        rows = tool_call_list(tenant=tenant, **chosen)
+    return export.response(rows, log=log, fmt=fmt, asynchronous=export.is_asgi(view.request))
 
 
 class AuditEventOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -52,7 +108,10 @@ _FILTER_PARAMS = [
 ]
 
 
-@extend_schema_view(list=extend_schema(parameters=_FILTER_PARAMS))
+@extend_schema_view(
+    list=extend_schema(parameters=_FILTER_PARAMS),
+    export=extend_schema(parameters=[*_FILTER_PARAMS, _EXPORT_FORMAT], responses=_EXPORT_RESPONSES),
+)
 class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
     """The tenant's append-only audit log, newest first (admins and owners)."""
 
@@ -68,6 +127,11 @@ class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Tenant
         filters.is_valid(raise_exception=True)
         params = {k: v for k, v in filters.validated_data.items() if k not in {"cursor", "page_size"}}
         return audit_event_list(tenant=self.actor.tenant, **params)
+
+    @action(detail=False, methods=["get"], url_path="export", renderer_classes=EXPORT_RENDERERS)
+    def export(self, request: Request) -> StreamingHttpResponse:
+        """The filtered events as CSV or NDJSON (at most 100,000 rows), streamed; the export is audited."""
+        return _export(self, AuditFilterInput, "audit")
 
 
 class ToolCallOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -117,6 +181,23 @@ class ToolCallFilterInput(StrictSerializer):
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 
+_TOOL_CALL_FILTER_PARAMS = [
+    OpenApiParameter("agent", OpenApiTypes.STR, description="agent key, exact"),
+    OpenApiParameter("tool", OpenApiTypes.STR, description="the name as called, exact"),
+    OpenApiParameter("decision", OpenApiTypes.STR, enum=ToolCall.Decision.values),
+    OpenApiParameter("status", OpenApiTypes.STR, enum=ToolCall.Status.values),
+    OpenApiParameter("session_key", OpenApiTypes.STR),
+    OpenApiParameter("since", OpenApiTypes.DATETIME, description="inclusive"),
+    OpenApiParameter("until", OpenApiTypes.DATETIME, description="exclusive"),
+]
+
+
+@extend_schema_view(
+    export=extend_schema(
+        parameters=[*_TOOL_CALL_FILTER_PARAMS, _EXPORT_FORMAT],
+        responses=_EXPORT_RESPONSES,
+    ),
+)
 class ToolCallViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
     """Every tool call of the tenant, newest first (members and up)."""
 
@@ -132,3 +213,8 @@ class ToolCallViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantSc
         filters.is_valid(raise_exception=True)
         params = {k: v for k, v in filters.validated_data.items() if k not in {"cursor", "page_size"}}
         return tool_call_list(tenant=self.actor.tenant, **params)
+
+    @action(detail=False, methods=["get"], url_path="export", renderer_classes=EXPORT_RENDERERS)
+    def export(self, request: Request) -> StreamingHttpResponse:
+        """The filtered calls as CSV or NDJSON (at most 100,000 rows), streamed; the export is audited."""
+        return _export(self, ToolCallFilterInput, "tool_calls")
