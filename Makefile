@@ -22,6 +22,7 @@ run: $(STAMP)
 system-deps:
 	bash scripts/system-deps.sh
 	bash scripts/conformance-deps.sh
+	bash scripts/axe-deps.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

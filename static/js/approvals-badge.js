@@ -8,6 +8,8 @@
   const script = document.currentScript;
   const badge = document.querySelector('[data-nav-badge="approvals"]');
   if (!script || !badge || !window.ToolgateSocket) return;
+  // The number sits in a pill that also says "pending" to screen readers; the pill is what hides.
+  const pill = badge.closest(".nav-badge") || badge;
   const countUrl = script.dataset.countUrl;
   const RESOLVED = { "approval.decided": true, "approval.timed_out": true };
 
@@ -17,7 +19,7 @@
       .then(function (body) {
         if (!body || typeof body.pending !== "number") return;
         badge.textContent = String(body.pending);
-        badge.hidden = body.pending === 0;
+        pill.hidden = body.pending === 0;
       })
       .catch(function () {});
   }
