@@ -1,0 +1,121 @@
+"""Consequences of MCP decisions, through HTTP: an agent grant says which of its tools the agent's policy
+keeps and which it removes (REST ``effective_tools`` / ``removed_by_policy``, the server page's
+warning), and a rejection needs a note saying why (400 otherwise, with nothing changed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from apps.audit.models import AuditEvent
+from apps.mcp_grants import services
+from apps.mcp_grants.models import AccessRequest
+from apps.policy import services as policy_services
+from apps.tenants.actors import Actor
+from apps.tenants.models import Agent, Tenant
+from apps.tenants.roles import Role
+from tests import factories
+from tests.api.personas import error
+from tests.mcp.support import make_server
+
+pytestmark = pytest.mark.django_db
+
+SERVERS = "/api/v1/mcp/servers/"
+REQUESTS = "/api/v1/mcp/requests/"
+
+
+def ok(response: Any, status: int = 200) -> Any:
+    assert response.status_code == status, response.content
+    return response.json()
+
+
+def deny(tenant: Tenant, agent: Agent, names: list[str]) -> None:
+    policy_services.policy_save(
+        Actor.system(tenant), policy_services.target("agent", agent=agent), {"deny": names}
+    )
+
+
+def test_a_grant_says_which_tools_the_policy_removes(admin_a, tenant_a, agent):
+    system = Actor.system(tenant_a)
+    server = make_server(tenant_a, "pg", ["query", "schema", "drop"])
+    services.agent_grant_set(actor=system, server=server, agent=agent, tool_deny=["schema"])
+    grant = ok(admin_a.get(SERVERS + "pg/grants/agents/bot/"))
+    assert (grant["effective_tools"], grant["removed_by_policy"]) == (["mcp_pg__drop", "mcp_pg__query"], [])
+
+    deny(tenant_a, agent, ["mcp_pg__drop"])
+    for body in (
+        ok(admin_a.get(SERVERS + "pg/grants/agents/bot/")),
+        ok(admin_a.get(SERVERS + "pg/grants/"))["agent_grants"][0],
+        ok(admin_a.get("/api/v1/agents/bot/mcp-grants/"))[0],
+    ):
+        # The grant's own deny list is not the policy's doing: schema is in neither list.
+        assert (body["effective_tools"], body["removed_by_policy"]) == (["mcp_pg__query"], ["mcp_pg__drop"])
+    # The same as the agent's tool list.
+    listed = ok(admin_a.get("/api/v1/agents/bot/tools?format=mcp"))
+    assert [t["name"] for t in listed["tools"] if t["name"].startswith("mcp_")] == ["mcp_pg__query"]
+
+    # A disabled grant gives nothing today; it says what the policy would remove once enabled.
+    services.agent_grant_set(actor=system, server=server, agent=agent, enabled=False)
+    grant = ok(admin_a.get(SERVERS + "pg/grants/agents/bot/"))
+    assert (grant["effective_tools"], grant["removed_by_policy"]) == (
+        ["mcp_pg__query", "mcp_pg__schema"],
+        ["mcp_pg__drop"],
+    )
+
+
+def test_a_policy_group_removes_every_tool_of_the_server(admin_a, tenant_a, agent):
+    server = make_server(tenant_a, "pg", ["query", "schema"])
+    services.agent_grant_set(actor=Actor.system(tenant_a), server=server, agent=agent)
+    deny(tenant_a, agent, ["group:mcp:pg"])
+    grant = ok(admin_a.get(SERVERS + "pg/grants/agents/bot/"))
+    assert (grant["effective_tools"], grant["removed_by_policy"]) == ([], ["mcp_pg__query", "mcp_pg__schema"])
+
+
+def test_the_server_page_warns_when_the_policy_removes_tools(client, tenant_a, agent):
+    system = Actor.system(tenant_a)
+    server = make_server(tenant_a, "pg", ["query", "schema", "drop"])
+    services.agent_grant_set(actor=system, server=server, agent=agent)
+    url = reverse("dashboard:mcp_server", args=[server.pk])
+    viewer = factories.make_user(tenant_a, Role.VIEWER, email="viewer@a.test")
+    client.force_login(viewer)
+    page = client.get(url).content.decode()
+    assert "Effective tools" in page
+    assert "data-policy-removes" not in page
+
+    deny(tenant_a, agent, ["mcp_pg__drop", "mcp_pg__schema"])
+    page = client.get(url).content.decode()
+    assert "Policy removes 2 of 3 tools" in page
+    assert "<del><code>mcp_pg__drop</code></del><del><code>mcp_pg__schema</code></del>" in page
+    assert reverse("dashboard:policy_agent", args=["bot"]) in page
+
+
+def test_a_rejection_needs_a_note(admin_a, tenant_a, agent):
+    server = make_server(tenant_a, "pg", ["query"])
+    req = services.request_create(actor=Actor.system(tenant_a), server=server, scope="agent", agent=agent)
+    reject = f"{REQUESTS}{req.pk}/reject"
+    audits = AuditEvent.objects.for_tenant(tenant_a).count()
+    for body in ({}, {"note": ""}, {"note": "   "}, {"note": None}, {"note": "x" * 2001}):
+        refused = error(admin_a.post(reject, body, format="json"), 400, "invalid")
+        assert "note" in refused["details"], body
+    req.refresh_from_db()
+    assert (req.status, req.reviewed_by) == (AccessRequest.Status.PENDING, "")
+    assert AuditEvent.objects.for_tenant(tenant_a).count() == audits
+
+    rejected = ok(admin_a.post(reject, {"note": "  use the replica "}, format="json"))
+    assert (rejected["status"], rejected["review_note"]) == ("rejected", "use the replica")
+
+
+def test_the_service_refuses_a_rejection_without_a_note(tenant_a, agent):
+    from apps.tenants.errors import ServiceError
+
+    system = Actor.system(tenant_a)
+    req = services.request_create(
+        actor=system, server=make_server(tenant_a, "pg", ["query"]), scope="agent", agent=agent
+    )
+    with pytest.raises(ServiceError) as refused:
+        services.request_review(actor=system, request_id=req.pk, approved=False, note=" ")
+    assert refused.value.status == 400
+    req.refresh_from_db()
+    assert req.status == AccessRequest.Status.PENDING
