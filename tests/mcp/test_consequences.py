@@ -119,3 +119,42 @@ def test_the_service_refuses_a_rejection_without_a_note(tenant_a, agent):
     assert refused.value.status == 400
     req.refresh_from_db()
     assert req.status == AccessRequest.Status.PENDING
+
+
+def test_discovery_publishes_the_rows_of_the_tool_list_after_commit(tenant_a):
+    """What the server page's live tool list is built from: each tool's registered name, description
+    and schema, bounded; published once the discovery's transaction commits, and only on a change."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+    from channels_postgres.models import Message
+
+    from apps.mcp_grants import client
+    from apps.realtime import events
+
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(events.group_name(tenant_a.pk, "mcp"), channel)
+
+    def published() -> list[dict[str, Any]]:
+        rows = Message.objects.filter(channel=channel).order_by("id").values_list("message", flat=True)
+        return [events.public(layer.deserialize(bytes(row))["event"]) for row in rows]
+
+    server = make_server(tenant_a, "pg", [])
+    Message.objects.filter(channel=channel).delete()
+    huge = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(400)}}
+    found = [
+        client.ToolInfo("query", "Run a <b>query</b>" + "x" * 600, {"type": "object"}),
+        client.ToolInfo("wide", "", huge),
+    ]
+    assert client.store_tools(client.endpoint_for(server), found) is True
+    [event] = published()
+    assert (event["type"], event["data"]["tools"]) == ("mcp.server.tools", ["query", "wide"])
+    query, wide = event["data"]["tool_rows"]
+    assert (query["name"], query["registered"]) == ("query", "mcp_pg__query")
+    assert query["description"].startswith("Run a <b>query</b>")
+    assert len(query["description"]) == client.EVENT_DESCRIPTION_CHARS
+    assert '"type": "object"' in query["schema"]
+    assert (wide["registered"], wide["schema"]) == ("mcp_pg__wide", "")  # too long for an event
+    # Nothing changed: nothing is published.
+    assert client.store_tools(client.endpoint_for(server), found) is False
+    assert len(published()) == 1
