@@ -158,3 +158,22 @@ def test_discovery_publishes_the_rows_of_the_tool_list_after_commit(tenant_a):
     # Nothing changed: nothing is published.
     assert client.store_tools(client.endpoint_for(server), found) is False
     assert len(published()) == 1
+
+
+def test_the_agents_mcp_page_shows_each_grants_effective_tools(client, tenant_a, tenant_b, agent):
+    system = Actor.system(tenant_a)
+    pg = make_server(tenant_a, "pg", ["query", "drop"])
+    search = make_server(tenant_a, "search", ["find"])
+    services.agent_grant_set(actor=system, server=pg, agent=agent)
+    services.agent_grant_set(actor=system, server=search, agent=agent)
+    deny(tenant_a, agent, ["mcp_pg__drop"])
+    client.force_login(factories.make_user(tenant_a, Role.VIEWER, email="viewer@a.test"))
+    page = client.get(reverse("dashboard:agent_mcp", args=["bot"])).content.decode()
+    assert page.count("data-policy-removes") == 1  # pg's grant only
+    assert "Policy removes 1 of 2 tools" in page
+    assert "<code>mcp_search__find</code>" in page
+
+    # Another tenant's agent of the same key is not found.
+    outsider = factories.make_user(tenant_b, Role.ADMIN, email="admin@b.test")
+    client.force_login(outsider)
+    assert client.get(reverse("dashboard:agent_mcp", args=["bot"])).status_code == 404
