@@ -65,7 +65,7 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from apps.mcp_grants import collisions, notices, subscriptions
+from apps.mcp_grants import collisions, naming, notices, subscriptions
 from apps.mcp_grants.models import MCPServer, MCPServerTool, UserCredential
 from apps.realtime import events
 from apps.tenants.models import Tenant
@@ -1039,6 +1039,31 @@ def record_status(endpoint: Endpoint, status: str, health: dict[str, Any], publi
         )
 
 
+# A server page lists at most this many tools (``apps.dashboard.views.mcp.MAX_TOOLS``); the live event
+# carries as many rows, each bounded, so that the page can show them without a reload.
+EVENT_TOOL_ROWS = 1000
+EVENT_DESCRIPTION_CHARS = 500
+EVENT_SCHEMA_CHARS = 4000
+
+
+def tool_rows(server: MCPServer, tools: list[ToolInfo]) -> list[dict[str, str]]:
+    """The rows of a server page's tool list, as the live event carries them: name, registered name,
+    description and input schema (as indented JSON text, left out when too long for an event)."""
+    rows = []
+    for info in tools[:EVENT_TOOL_ROWS]:
+        stored = info.stored()
+        schema = json.dumps(stored.get("input_schema") or {}, indent=2, sort_keys=True)
+        rows.append(
+            {
+                "name": info.name,
+                "registered": naming.registered_name(server, info.name),
+                "description": str(stored.get("description") or "")[:EVENT_DESCRIPTION_CHARS],
+                "schema": schema if len(schema) <= EVENT_SCHEMA_CHARS else "",
+            }
+        )
+    return rows
+
+
 def store_tools(endpoint: Endpoint, tools: list[ToolInfo]) -> bool:
     """Make the server's stored tools those discovered; True (and ``config_changed``) when they changed.
     A tool whose registered name is taken (``collisions``) is left out, and the server's
@@ -1093,6 +1118,7 @@ def store_tools(endpoint: Endpoint, tools: list[ToolInfo]) -> bool:
                     "id": str(server.pk),
                     "name": server.name,
                     "tools": sorted(wanted),
+                    "tool_rows": tool_rows(server, [wanted[name] for name in sorted(wanted)]),
                     "tool_conflicts": conflicts,
                 },
             )

@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.db.models import Count
@@ -20,8 +22,12 @@ from apps.mcp_grants.models import (
     UserCredential,
     UserGrant,
 )
+from apps.mcp_grants.reachability import Accessible
+from apps.policy import engine
+from apps.policy.universe import Universe, universe_for
 from apps.tenants.roles import Role
 from apps.tenants.scoping import TenantQuerySet
+from apps.tools.catalog import CATALOG
 
 if TYPE_CHECKING:
     from apps.tenants.actors import Actor
@@ -129,6 +135,75 @@ def agent_grants_of(*, tenant: Tenant, agent_id: uuid.UUID) -> TenantQuerySet[Ag
         .select_related("server", "agent")
         .order_by("server__name", "id")
     )
+
+
+@dataclass(frozen=True)
+class GrantEffect:
+    """What an agent grant gives once the policy has had its say, for a call without a user: the
+    registered names of the server's discovered tools the grant lets through (``given``), those the
+    agent's tool policy keeps (``effective``) and those it removes (``removed``)."""
+
+    given: tuple[str, ...]
+    effective: tuple[str, ...]
+    removed: tuple[str, ...]
+
+
+def _with_tools(universe: Universe, server_name: str, names: Iterable[str]) -> Universe:
+    """``universe`` with ``names`` as tools of ``server_name`` (groups ``mcp`` and ``mcp:<server>``)."""
+    added = frozenset(names)
+    groups = dict(universe.groups)
+    for group in ("mcp", f"mcp:{server_name}"):
+        groups[group] = groups.get(group, frozenset()) | added
+    return Universe(names=tuple(sorted(set(universe.names) | added)), groups=groups)
+
+
+def grant_effects(*, tenant: Tenant, grants: Iterable[AgentGrant]) -> dict[uuid.UUID, GrantEffect]:
+    """Each grant's effect (by grant id) under the policy, with the policy engine's own resolution:
+    the one ``tools/list`` uses (``engine.resolve``, cached) for an agent whose grants all reach it.
+    A disabled grant or server gives nothing today; its tools are added to the agent's universe and
+    evaluated by the same pipeline, to say what the policy would remove once it is enabled. One
+    query for the servers' tools and one resolution per agent, whatever the number of tools."""
+    grants = list(grants)
+    if not grants:
+        return {}
+    tools: dict[object, list[str]] = {}
+    for server_id, name in (
+        MCPServerTool.objects.for_tenant(tenant)
+        .filter(server_id__in={g.server_id for g in grants})
+        .order_by("name", "id")
+        .values_list("server_id", "name")
+    ):
+        tools.setdefault(server_id, []).append(name)
+    by_agent: dict[object, list[AgentGrant]] = {}
+    for grant in grants:
+        by_agent.setdefault(grant.agent_id, []).append(grant)
+    scope = engine.CallScope()
+    effects: dict[uuid.UUID, GrantEffect] = {}
+    for agent_grants in by_agent.values():
+        agent = agent_grants[0].agent
+        given: dict[uuid.UUID, tuple[str, ...]] = {}
+        for grant in agent_grants:
+            entry = Accessible(server=grant.server, agent_grant=grant, user_grant=None, tools=())
+            names = (
+                naming.registered_name(grant.server, t)
+                for t in tools.get(grant.server_id, [])
+                if entry.allows(t)
+            )
+            given[grant.pk] = tuple(sorted(n for n in names if n not in CATALOG))
+        dormant = [g for g in agent_grants if not (g.enabled and g.server.enabled)]
+        if dormant:
+            universe = universe_for(tenant, agent)
+            for grant in dormant:
+                universe = _with_tools(universe, grant.server.name, given[grant.pk])
+            documents = engine.load_documents(tenant, agent)
+            allowed = set(engine.evaluate(universe, documents, scope))
+        else:
+            allowed = set(engine.resolve(tenant, agent, scope).tools)
+        for grant in agent_grants:
+            kept = tuple(n for n in given[grant.pk] if n in allowed)
+            removed = tuple(n for n in given[grant.pk] if n not in allowed)
+            effects[grant.pk] = GrantEffect(given=given[grant.pk], effective=kept, removed=removed)
+    return effects
 
 
 def credential_list(*, tenant: Tenant, server: MCPServer) -> TenantQuerySet[UserCredential]:

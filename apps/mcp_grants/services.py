@@ -555,6 +555,9 @@ def request_review(
     changes. After commit the decision is published on ``mcp`` and to the requester's ``me`` topic."""
     if not isinstance(note, str) or len(note) > MAX_REASON:
         raise invalid_fields({"note": [f"at most {MAX_REASON} characters."]})
+    if not approved and not note.strip():
+        # The requester reads why: a rejection without a reason leaves them nothing to act on.
+        raise invalid_fields({"note": ["Write a note saying why the request is rejected."]})
     try:
         request_id = uuid.UUID(str(request_id))
     except ValueError:

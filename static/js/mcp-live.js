@@ -3,7 +3,9 @@
 //    transport; new and deleted servers);
 //  - the access-request inbox adds "mcp.request.created" rows to the pending table and marks rows
 //    decided elsewhere ("mcp.request.approved" / "mcp.request.rejected");
-//  - "My access requests" follows the requester's own topic "me" and shows decisions as they are made.
+//  - a server's page replaces its tool list when discovery stores new tools ("mcp.server.tools");
+//  - "My access requests" follows the requester's own topic "me" and shows decisions as they are made,
+//    with the tools granted (and those asked for but left out) in place of the tools asked for.
 // The cells mirror templates/dashboard/mcp/*.html. Event data only ever becomes text, never markup.
 (function () {
   "use strict";
@@ -160,7 +162,47 @@
       showServer(section, data);
       const actions = document.querySelector("[data-server-actions]");
       if (actions) showServer(actions, data);
-      if (toolsNote && (event.type.indexOf("tools") !== -1 || Array.isArray(data.tools))) toolsNote.hidden = false;
+      if (event.type === "mcp.server.tools" && Array.isArray(data.tool_rows)) {
+        showTools(data.tool_rows, Array.isArray(data.tools) ? data.tools.length : data.tool_rows.length);
+        // Each grant's effective tools depend on the tools: the page says they changed.
+        if (toolsNote) toolsNote.hidden = false;
+      }
+    });
+  }
+
+  // Replace the server page's tool list with the rows of a discovery event (templates/dashboard/mcp/server.html).
+  function showTools(rows, count) {
+    const table = document.querySelector("[data-mcp-tools]");
+    if (!table) return;
+    const tbody = table.tBodies[0];
+    const counter = document.querySelector('[data-field="tool-count"]');
+    if (counter) counter.textContent = String(count);
+    tbody.textContent = "";
+    if (!rows.length) {
+      const empty = document.createElement("tr");
+      empty.className = "empty";
+      const cell = live.cell(empty);
+      cell.colSpan = 4;
+      cell.textContent = "No tools discovered yet: they are listed once Toolgate has connected to the server.";
+      tbody.append(empty);
+      return;
+    }
+    rows.forEach(function (item) {
+      const row = document.createElement("tr");
+      row.dataset.tool = String(item.name);
+      live.cell(row).append(live.el("code", String(item.name)));
+      live.cell(row).append(live.el("code", String(item.registered)));
+      live.cell(row, "small").textContent = item.description ? String(item.description) : "—";
+      const schemaCell = live.cell(row);
+      if (item.schema) {
+        const details = document.createElement("details");
+        details.append(live.el("summary", "Schema", "small"), live.el("pre", String(item.schema), "json schema"));
+        schemaCell.append(details);
+      } else {
+        schemaCell.append(live.el("span", "too long to show live: reload", "small muted"));
+      }
+      row.classList.add("is-new");
+      tbody.append(row);
     });
   }
 
@@ -182,7 +224,9 @@
     } else {
       target.append("user ", live.el("code", data.user_id));
     }
-    live.cell(row).append(toolNames(data.tool_allow));
+    const tools = live.cell(row);
+    tools.dataset.field = "tools";
+    showRequestTools(tools, data);
   }
 
   function pendingRow(data, ts) {
@@ -247,11 +291,46 @@
         note.dataset.status = data.status;
         cell.append(note);
         if (data.review_note) cell.append(live.el("div", data.review_note, "small muted"));
+        const tools = row.querySelector('[data-field="tools"]');
+        if (tools) showRequestTools(tools, data);
       }
     });
   }
 
+  // The tools cell of a request (templates/dashboard/mcp/_request_target.html): for an approved one,
+  // what was granted, and what it asked for that was left out.
+  function showRequestTools(cell, data) {
+    cell.textContent = "";
+    if (data.status !== "approved") {
+      cell.append(toolNames(data.tool_allow));
+      return;
+    }
+    const granted = Array.isArray(data.granted_tool_allow) ? data.granted_tool_allow : null;
+    const asked = Array.isArray(data.tool_allow) ? data.tool_allow : null;
+    const grantedLine = live.el("div", null, "granted-tools");
+    grantedLine.append(live.el("span", "Granted", "small tools-kicker"), " ", toolNames(granted));
+    cell.append(grantedLine);
+    if (asked && granted) {
+      const leftOut = asked.filter(function (name) { return granted.indexOf(name) === -1; }).sort();
+      if (leftOut.length) {
+        const line = live.el("div", null, "left-out-tools");
+        const list = live.el("span", null, "tool-names");
+        leftOut.forEach(function (name) {
+          const del = document.createElement("del");
+          del.append(live.el("code", name));
+          list.append(del);
+        });
+        line.append(live.el("span", "Asked for, not granted", "small tools-kicker"), " ", list);
+        cell.append(line);
+      }
+    } else if (!asked && granted) {
+      cell.append(live.el("div", "Asked for all tools; only these were granted.", "small muted left-out-tools"));
+    }
+  }
+
   function showDecision(row, data) {
+    const tools = row.querySelector('[data-field="tools"]');
+    if (tools) showRequestTools(tools, data);
     const status = row.querySelector('[data-field="status"]');
     if (status) {
       status.dataset.status = data.status;

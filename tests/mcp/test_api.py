@@ -36,6 +36,8 @@ pytestmark = pytest.mark.django_db
 SERVERS = "/api/v1/mcp/servers/"
 REQUESTS = "/api/v1/mcp/requests/"
 PUBLIC_URL = "https://93.184.216.34/mcp"  # a public address: no DNS lookup in the tests
+# Queries of one agent's policy resolution (documents, grants, discovered tools, custom tools).
+POLICY_QUERIES = 4
 SECRETS = ("hdr-value-7c1f2a9e", "key-value-5d3b8e41", "env-value-9a4c7f20", "cred-key-3e8d1b66")
 
 
@@ -406,9 +408,18 @@ def test_grant_list_is_bounded_in_queries(admin_a, tenant_a, django_assert_max_n
         bot = tenant_services.agent_create(actor=system, key=f"bot-{i:02d}", name="Bot")
         services.agent_grant_set(actor=system, server=server, agent=bot)
         services.user_grant_set(actor=system, server=server, user_id=f"u{i:02d}")
-    with django_assert_max_num_queries(6):
+    # Each agent grant's effective tools take one policy resolution per agent (its documents and tool
+    # universe: POLICY_QUERIES), whatever the number of tools.
+    with django_assert_max_num_queries(6 + 20 * POLICY_QUERIES):
         listed = ok(admin_a.get(SERVERS + "pg/grants/"))
     assert len(listed["agent_grants"]) == len(listed["user_grants"]) == 20
+    assert {tuple(g["effective_tools"]) for g in listed["agent_grants"]} == {("mcp_pg__query",)}
+    for i in range(50):
+        MCPServerTool.objects.create(tenant=tenant_a, server=server, name=f"t{i:02d}")
+    tenant_services.agent_create(actor=system, key="bump", name="Bump")  # a new config version
+    with django_assert_max_num_queries(6 + 20 * POLICY_QUERIES):
+        listed = ok(admin_a.get(SERVERS + "pg/grants/"))
+    assert len(listed["agent_grants"][0]["effective_tools"]) == 51
 
 
 # --- per-user credentials ------------------------------------------------------------------------------
@@ -614,7 +625,9 @@ def test_approval_may_narrow_and_the_requester_is_told(tenant_a, agent, admin_a,
 
     # decided already: 409, and nothing changes
     after = tenant_state(tenant_a)
-    conflict = error(admin_a.post(REQUESTS + asked["id"] + "/reject", {}, format="json"), 409, "conflict")
+    conflict = error(
+        admin_a.post(REQUESTS + asked["id"] + "/reject", {"note": "too late"}, format="json"), 409, "conflict"
+    )
     assert "not pending" in conflict["message"]
     error(admin_a.post(approve, {}, format="json"), 409, "conflict")
     error(

@@ -160,7 +160,7 @@ def test_request_forced_pending_then_approved_with_narrowing(tenant_a, system, a
     assert grant.tool_allow == ["query"]
     assert [list(e.registered) for e in reachability.accessible(tenant_a, agent, "")] == [["mcp_pg__query"]]
     with pytest.raises(ServiceError) as again:
-        services.request_review(actor=system, request_id=req.pk, approved=False)
+        services.request_review(actor=system, request_id=req.pk, approved=False, note="too late")
     assert again.value.status == 409
     assert again.value.message.startswith("request not pending: it was approved by system")
     audit = AuditEvent.objects.for_tenant(tenant_a).get(verb="mcp.request.approved")
@@ -298,7 +298,7 @@ def test_pending_requests_are_per_tenant_and_oldest_first(tenant_a, tenant_b, sy
     first = services.request_create(actor=system, server=server, scope="user", user_id="u1")
     second = services.request_create(actor=system, server=server, scope="agent", agent=agent)
     third = services.request_create(actor=system, server=server, scope="user", user_id="u2")
-    services.request_review(actor=system, request_id=second.pk, approved=False)
+    services.request_review(actor=system, request_id=second.pk, approved=False, note="no")
     make_server(tenant_b, "pg", ["query"])
     assert [r.pk for r in pending_requests(tenant_a)] == [first.pk, third.pk]
     assert list(pending_requests(tenant_b)) == []

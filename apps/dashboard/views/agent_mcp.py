@@ -1,7 +1,8 @@
-"""An agent's MCP resources and prompts: what its MCP servers offer it through its grants and the policy,
-for the default call scope (no user). Viewers and up see the resources, resource templates and prompts;
-members and up read a resource or get a prompt, scrubbed, bounded and recorded like the REST form
-(``apps.runtime.mcp_features``). A server that fails is left out of the listing.
+"""An agent's MCP grants with the tools each gives after its policy (and a warning naming those the
+policy removes), and its MCP resources and prompts: what its MCP servers offer it through its grants and
+the policy, for the default call scope (no user). Viewers and up see the grants, resources, resource
+templates and prompts; members and up read a resource or get a prompt, scrubbed, bounded and recorded
+like the REST form (``apps.runtime.mcp_features``). A server that fails is left out of the listing.
 
 The agent is found inside the tenant the page acts in: another tenant's is 404 whatever the method.
 """
@@ -18,6 +19,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
+from apps.mcp_grants import selectors as mcp_selectors
 from apps.policy.engine import CallScope
 from apps.runtime import mcp_features
 from apps.tenants.access import access_agent
@@ -28,6 +30,7 @@ ARGUMENT_PREFIX = "arg."
 # Images shown inline (as a data URL); other binary contents are only described.
 INLINE_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 MAX_INLINE_IMAGE_BYTES = 1024 * 1024
+MAX_GRANTS = 200
 
 
 class ReadForm(forms.Form):
@@ -99,11 +102,17 @@ def _page(
     for item in mcp_features.list_prompts(who):
         arguments = list(item.arguments or [])[: mcp_features.MAX_PROMPT_ARGUMENTS]
         prompts.append({"prompt": item, "arguments": arguments})
+    tenant = request.actor.tenant
+    grants = list(mcp_selectors.agent_grants_of(tenant=tenant, agent_id=agent.pk)[:MAX_GRANTS])
+    effects = mcp_selectors.grant_effects(tenant=tenant, grants=grants)
+    for grant in grants:
+        grant.effect = effects[grant.pk]  # type: ignore[attr-defined]
     return render(
         request,
         "dashboard/agents/mcp.html",
         {
             "agent": agent,
+            "grants": grants,
             "resources": mcp_features.list_resources(who),
             "templates": [
                 (template, template.uri_template.split("{", 1)[0])

@@ -128,6 +128,9 @@ def server_detail(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
         for tool in selectors.server_tools(tenant=tenant, server=server)[:MAX_TOOLS]
     ]
     agent_grants = list(selectors.agent_grants(tenant=tenant, server=server)[:MAX_GRANTS])
+    effects = selectors.grant_effects(tenant=tenant, grants=agent_grants)
+    for grant in agent_grants:
+        grant.effect = effects[grant.pk]  # type: ignore[attr-defined]
     user_grants = list(selectors.user_grants(tenant=tenant, server=server)[:MAX_GRANTS])
     is_admin = request.actor.can(Role.ADMIN)
     credentials = (

@@ -13,7 +13,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.mcp_grants import naming, services
+from apps.mcp_grants import naming, selectors, services
 from apps.mcp_grants.models import (
     AccessRequest,
     AgentGrant,
@@ -199,7 +199,29 @@ class _GrantOutput(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class AgentGrantOutput(_GrantOutput):
+    """With what the grant gives after the agent's tool policy (a call without a user): pass the
+    effects of a list of grants as ``context["effects"]`` (``selectors.grant_effects``) to resolve the
+    policy once per agent."""
+
     agent = serializers.CharField(help_text="the agent's key")
+    effective_tools = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="registered names of the server's tools the grant gives that the policy keeps",
+    )
+    removed_by_policy = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="registered names of the server's tools the grant gives that the policy removes",
+    )
+
+    def to_representation(self, instance: AgentGrant | UserGrant) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        effects = self.context.get("effects") or {}
+        effect = effects.get(instance.pk)
+        if effect is None and isinstance(instance, AgentGrant):
+            effect = selectors.grant_effects(tenant=instance.tenant, grants=[instance])[instance.pk]
+        data["effective_tools"] = list(effect.effective) if effect else []
+        data["removed_by_policy"] = list(effect.removed) if effect else []
+        return data
 
 
 class UserGrantOutput(_GrantOutput):
@@ -268,7 +290,16 @@ class ApproveInput(StrictSerializer):
 
 
 class RejectInput(StrictSerializer):
-    note = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+    note = serializers.CharField(
+        max_length=services.MAX_REASON,
+        trim_whitespace=False,
+        help_text="why the request is rejected (required): the requester reads it",
+    )
+
+    def validate_note(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("Write a note saying why the request is rejected.")
+        return value.strip()
 
 
 class RequesterOutput(serializers.Serializer):  # type: ignore[type-arg]

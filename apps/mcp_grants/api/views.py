@@ -168,11 +168,12 @@ class GrantListViewSet(ServerScopedViewSet):
     @extend_schema(operation_id="mcp_servers_grants_list", responses={200: s.GrantsOutput})
     def list(self, request: Request, name: str) -> Response:
         tenant = self.actor.tenant
-        agents = selectors.agent_grants(tenant=tenant, server=self.server)
+        agents = list(selectors.agent_grants(tenant=tenant, server=self.server))
         users = selectors.user_grants(tenant=tenant, server=self.server)
+        effects = selectors.grant_effects(tenant=tenant, grants=agents)
         return Response(
             {
-                "agent_grants": s.AgentGrantOutput(agents, many=True).data,
+                "agent_grants": s.AgentGrantOutput(agents, many=True, context={"effects": effects}).data,
                 "user_grants": s.UserGrantOutput(users, many=True).data,
             }
         )
@@ -292,8 +293,9 @@ class AgentMCPGrantViewSet(TenantScopedViewSet):
 
     def list(self, request: Request, key: str) -> Response:
         agent = access_agent(actor=self.actor, key=key)
-        grants = selectors.agent_grants_of(tenant=self.actor.tenant, agent_id=agent.pk)
-        return Response(s.AgentGrantOutput(grants, many=True).data)
+        grants = list(selectors.agent_grants_of(tenant=self.actor.tenant, agent_id=agent.pk))
+        effects = selectors.grant_effects(tenant=self.actor.tenant, grants=grants)
+        return Response(s.AgentGrantOutput(grants, many=True, context={"effects": effects}).data)
 
 
 # --- access requests ------------------------------------------------------------------------------------
@@ -308,9 +310,10 @@ class RequestViewSet(TenantScopedViewSet):
 
     Administrators decide: ``approve`` (optional ``note``, and ``tool_allow`` to grant fewer tools than
     were asked for, never others) creates or updates the grant in the same transaction; ``reject``
-    (optional ``note``) grants nothing. Deciding a request that is decided already is **409** (a
-    missing one, or another tenant's, 404) and changes nothing. The requester is told live on their
-    ``me`` topic (``mcp.request.approved`` / ``mcp.request.rejected``, with the note)."""
+    (a ``note`` saying why is required: 400 without one) grants nothing. Deciding a request that is
+    decided already is **409** (a missing one, or another tenant's, 404) and changes nothing. The
+    requester is told live on their ``me`` topic (``mcp.request.approved`` / ``mcp.request.rejected``,
+    with the note)."""
 
     model = AccessRequest
     serializer_class = s.RequestOutput
