@@ -784,6 +784,18 @@ class TaskReasonForm(DashboardForm):
         self.fields["reason"].required = required
 
 
+class TaskRetryForm(TaskReasonForm):
+    """A retry's note and the new instructions the member gets with the task (whole, in the dispatch)."""
+
+    instructions = forms.CharField(
+        max_length=4000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="New instructions",
+        help_text="Sent to the member with the task when it is dispatched again (at most 4000 characters).",
+    )
+
+
 class TaskEventFilterForm(FilterForm):
     event_type = forms.ChoiceField(
         choices=[("", "Any"), *TaskEvent.Type.choices], required=False, label="Event type"

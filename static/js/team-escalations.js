@@ -47,9 +47,21 @@
     next.type = "hidden";
     next.name = "next";
     next.value = window.location.pathname + window.location.search;
+    form.append(csrf, next);
+    if (action === "retry") {
+      const field = "retry-instructions-" + id;
+      const caption = el("label", "New instructions (optional)", "small");
+      caption.htmlFor = field;
+      const text = el("textarea", null, "retry-instructions");
+      text.id = field;
+      text.name = "instructions";
+      text.rows = 2;
+      text.maxLength = 4000;
+      form.append(caption, text);
+    }
     const button = el("button", label, "button small " + className);
     button.type = "submit";
-    form.append(csrf, next, button);
+    form.append(button);
     return form;
   }
 
