@@ -71,9 +71,7 @@
     row.dataset.id = data.id;
     row.dataset.task = task.id;
     row.dataset.team = task.team;
-    const when = el("time", new Date(ts).toISOString().slice(0, 19).replace("T", " "));
-    when.dateTime = ts;
-    row.insertCell().append(when);
+    row.insertCell().append(window.toolgateWhen(el("time"), ts));
     row.cells[0].className = "time-cell";
     if (config.team_names) {
       row.insertCell().append(config.team_names[task.team] || task.team);
