@@ -164,6 +164,8 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
+            # {% when value %}: the one timestamp format of every template (no {% load %} needed).
+            "builtins": ["apps.dashboard.templatetags.when"],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",

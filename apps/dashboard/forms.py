@@ -556,9 +556,12 @@ class TeamCreateForm(DashboardForm):
         return [self.agents[key] for key in self.cleaned_data["members"]]
 
 
+ACCESS_LIST_MAX = 1000
+
+
 class TeamSettingsForm(DashboardForm):
-    """A team's name and description, and the settings that matter most as fields; the keys the form
-    does not show (access lists, workspace) are kept as they are."""
+    """A team's name and description, and the settings that matter most as fields (the access lists
+    among them); the keys the form does not show (workspace) are kept as they are."""
 
     name = forms.CharField(max_length=255)
     description = forms.CharField(max_length=5000, required=False, widget=forms.Textarea(attrs={"rows": 3}))
@@ -600,10 +603,64 @@ class TeamSettingsForm(DashboardForm):
         label="Notify on",
     )
 
+    allow_user_ids = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Allowed users",
+        help_text="User ids that may use the team's tools, one per line or comma-separated. Empty: anyone "
+        "not denied.",
+    )
+    deny_user_ids = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Denied users",
+        help_text="User ids that may never use the team's tools (denial beats allowing).",
+    )
+    allow_channels = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Allowed channels",
+        help_text="Channels (e.g. telegram, dashboard) the team's tools answer on. Empty: every channel not "
+        "denied. Teammates and the system always pass.",
+    )
+    deny_channels = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Denied channels",
+        help_text="Channels the team's tools refuse (denial beats allowing).",
+    )
+
     def __init__(self, *args: Any, current: dict[str, Any], **kwargs: Any) -> None:
         """``current``: the team's stored settings, the base the form's values are written over."""
         self.current = dict(current)
         super().__init__(*args, **kwargs)
+
+    @staticmethod
+    def _entries(text: str) -> list[str]:
+        """One entry per line or comma-separated, blanks dropped, each once in the order given."""
+        parts = (p.strip() for line in text.splitlines() for p in line.split(","))
+        return list(dict.fromkeys(p for p in parts if p))
+
+    def _clean_list(self, key: str) -> list[str]:
+        entries = self._entries(self.cleaned_data.get(key) or "")
+        if len(entries) > ACCESS_LIST_MAX:
+            raise forms.ValidationError(f"At most {ACCESS_LIST_MAX} entries.")
+        too_long = [e for e in entries if len(e) > 255]
+        if too_long:
+            raise forms.ValidationError(f"Each entry may have at most 255 characters ({too_long[0][:40]}…).")
+        return entries
+
+    def clean_allow_user_ids(self) -> list[str]:
+        return self._clean_list("allow_user_ids")
+
+    def clean_deny_user_ids(self) -> list[str]:
+        return self._clean_list("deny_user_ids")
+
+    def clean_allow_channels(self) -> list[str]:
+        return self._clean_list("allow_channels")
+
+    def clean_deny_channels(self) -> list[str]:
+        return self._clean_list("deny_channels")
 
     @staticmethod
     def initial_for(team: Team) -> dict[str, Any]:
@@ -621,6 +678,11 @@ class TeamSettingsForm(DashboardForm):
             "escalation_mode": stored.get("escalation_mode", ""),
             "notification_mode": notifications["mode"],
             "notify": [k for k in team_settings.NOTIFICATION_KEYS if notifications.get(k)],
+            **{
+                key: "\n".join(v for v in stored.get(key, []) if isinstance(v, str))
+                for key in team_settings.LIST_KEYS
+                if isinstance(stored.get(key), list)
+            },
         }
 
     def settings(self) -> dict[str, Any]:
@@ -640,6 +702,12 @@ class TeamSettingsForm(DashboardForm):
                 **{k: k in data["notify"] for k in team_settings.NOTIFICATION_KEYS},
             },
         }
+        for key in team_settings.LIST_KEYS:
+            # An emptied list is dropped: an absent list and an empty one both mean "no restriction".
+            if data.get(key):
+                result[key] = data[key]
+            else:
+                result.pop(key, None)
         if data.get("escalation_mode"):
             result["escalation_mode"] = data["escalation_mode"]
         else:
@@ -735,6 +803,18 @@ class TaskReasonForm(DashboardForm):
         kwargs.setdefault("auto_id", f"{id_prefix}_%s")
         super().__init__(*args, **kwargs)
         self.fields["reason"].required = required
+
+
+class TaskRetryForm(TaskReasonForm):
+    """A retry's note and the new instructions the member gets with the task (whole, in the dispatch)."""
+
+    instructions = forms.CharField(
+        max_length=4000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="New instructions",
+        help_text="Sent to the member with the task when it is dispatched again (at most 4000 characters).",
+    )
 
 
 class TaskEventFilterForm(FilterForm):

@@ -46,6 +46,8 @@ LOCK_DURATION = timedelta(minutes=60)
 STALE_PENDING_AFTER = timedelta(hours=2)
 STALE_IN_REVIEW_AFTER = timedelta(hours=4)
 REASON_MAX_CHARS = 500
+# New instructions a human gives with a retry; they go to the member whole, with the dispatch.
+INSTRUCTIONS_MAX_CHARS = 4000
 COMMENT_MAX_BYTES = 10_000
 PREVIEW_CHARS = 500
 SUBJECT_MAX = 500
@@ -525,9 +527,14 @@ def reject(team: Team, task_id: uuid.UUID | str, *, reason: str, actor: BoardAct
 
 
 @transaction.atomic
-def reset(team: Team, task_id: uuid.UUID | str, *, actor: BoardActor, note: str = "") -> Task:
+def reset(
+    team: Team, task_id: uuid.UUID | str, *, actor: BoardActor, note: str = "", instructions: str = ""
+) -> Task:
     """Back to pending (retry): from stale, failed, cancelled, in_review or completed. The owner stays,
-    so the task goes back to the same member; open escalations of the task count as retried."""
+    so the task goes back to the same member; open escalations of the task count as retried. The retry
+    event keeps the note and the new instructions."""
+    instructions = _check_text("instructions", instructions, INSTRUCTIONS_MAX_CHARS).strip()
+    data = {k: v for k, v in (("reason", note), ("instructions", instructions)) if v}
     task = _transition(
         team,
         task_id,
@@ -536,7 +543,7 @@ def reset(team: Team, task_id: uuid.UUID | str, *, actor: BoardActor, note: str 
         target=Status.PENDING,
         actor=actor,
         event=EventType.RETRIED,
-        data={"reason": note} if note else None,
+        data=data or None,
         changes={"result": "", **_CLEARED},
     )
     now = timezone.now()

@@ -66,9 +66,10 @@ def _tasks(team: Team) -> Any:
     return Task.objects.for_tenant(team.tenant).filter(team_id=team.pk)
 
 
-def assignment_message(team: Team, task: Task, *, feedback: str = "") -> str:
+def assignment_message(team: Team, task: Task, *, feedback: str = "", instructions: str = "") -> str:
     """The input of the owner's turn: the task, what its finished blockers produced, the latest
-    comments, review feedback, attached files, and how to report back."""
+    comments, review feedback, a human's new instructions for a retry (whole), attached files, and how
+    to report back."""
     parts = [f"[Assigned task #{task.number} (id: {task.pk})]: {task.subject}"]
     if task.description:
         parts.append(task.description)
@@ -103,6 +104,8 @@ def assignment_message(team: Team, task: Task, *, feedback: str = "") -> str:
         parts.append("=== Recent comments ===\n" + "\n".join(lines))
     if feedback:
         parts.append(f"=== Review feedback ===\n{_cut(feedback, COMMENT_CHARS)}")
+    if instructions:
+        parts.append(f"=== New instructions for this retry ===\n{instructions}")
     paths = list(task.attachments.values_list("path", flat=True)[:50]) if task.attachment_count else []
     if paths:
         parts.append("Attached files:\n" + "\n".join(f"- {p}" for p in paths))
@@ -115,7 +118,9 @@ def assignment_message(team: Team, task: Task, *, feedback: str = "") -> str:
     return "\n\n".join(parts)
 
 
-def _payload(team: Team, task: Task, *, attempt: int, reason: str, feedback: str) -> dict[str, Any]:
+def _payload(
+    team: Team, task: Task, *, attempt: int, reason: str, feedback: str, instructions: str = ""
+) -> dict[str, Any]:
     assert task.owner is not None
     return {
         "team": str(team.pk),
@@ -131,9 +136,10 @@ def _payload(team: Team, task: Task, *, attempt: int, reason: str, feedback: str
             "user_id": task.user_id,
             "peer_kind": str(task.metadata.get("peer_kind", "")),
         },
-        "message": assignment_message(team, task, feedback=feedback),
+        "message": assignment_message(team, task, feedback=feedback, instructions=instructions),
         "attempt": attempt,
         "reason": reason,
+        **({"instructions": instructions} if instructions else {}),
     }
 
 
@@ -158,7 +164,13 @@ def _breaker(team: Team, task: Task, actor: BoardActor) -> Task | None:
 
 @transaction.atomic
 def dispatch(
-    team: Team, task_id: uuid.UUID | str, *, actor: BoardActor, reason: str, feedback: str = ""
+    team: Team,
+    task_id: uuid.UUID | str,
+    *,
+    actor: BoardActor,
+    reason: str,
+    feedback: str = "",
+    instructions: str = "",
 ) -> Task:
     """Announce an in-progress task to its owner's runner (``task.dispatched``), counting the attempt;
     a task dispatched three times already fails instead (the circuit breaker)."""
@@ -173,7 +185,9 @@ def dispatch(
     attempt = _attempts(task) + 1
     _tasks(team).filter(pk=task.pk).update(metadata={**task.metadata, "dispatch_count": attempt})
     task = board.get_task(team, task.pk)
-    payload = _payload(team, task, attempt=attempt, reason=reason, feedback=feedback)
+    payload = _payload(
+        team, task, attempt=attempt, reason=reason, feedback=feedback, instructions=instructions
+    )
     board.record_event(task, TaskEvent.Type.DISPATCHED, actor, live={"dispatch": payload})
     hooks.dispatched(task, payload)
     return task
@@ -188,6 +202,7 @@ def assign_and_dispatch(
     reason: str = "assigned",
     feedback: str = "",
     dispatcher: BoardActor | None = None,
+    instructions: str = "",
 ) -> Task:
     """A pending task with an owner goes to that owner, in progress, and is dispatched."""
     task = board.get_task(team, task_id)
@@ -197,7 +212,14 @@ def assign_and_dispatch(
     if failed is not None:
         return failed
     board.assign(team, task.pk, agent=task.owner, actor=actor)
-    return dispatch(team, task.pk, actor=dispatcher or actor, reason=reason, feedback=feedback)
+    return dispatch(
+        team,
+        task.pk,
+        actor=dispatcher or actor,
+        reason=reason,
+        feedback=feedback,
+        instructions=instructions,
+    )
 
 
 @transaction.atomic
@@ -207,18 +229,23 @@ def retry(
     *,
     actor: BoardActor,
     note: str = "",
+    instructions: str = "",
     assignee: Agent | None = None,
 ) -> Task:
     """Reopen a task (stale, failed, cancelled, in review or completed) for its owner, or for
-    ``assignee``, and dispatch it again at once; the retry starts a fresh count of dispatch attempts. A
-    task without an owner goes back to pending for any member to claim."""
-    task = board.reset(team, task_id, actor=actor, note=note)
+    ``assignee``, and dispatch it again at once, the new ``instructions`` in the dispatch's message; the
+    retry starts a fresh count of dispatch attempts. A task without an owner goes back to pending for
+    any member to claim."""
+    task = board.reset(team, task_id, actor=actor, note=note, instructions=instructions)
+    instructions = instructions.strip()
     _tasks(team).filter(pk=task.pk).update(metadata={**task.metadata, "dispatch_count": 0})
     if assignee is not None:
         task = board.reassign(team, task.pk, agent=assignee, actor=actor)
     if task.owner is None:
         return board.get_task(team, task.pk)
-    return assign_and_dispatch(team, task.pk, actor=actor, reason="retried", feedback=note)
+    return assign_and_dispatch(
+        team, task.pk, actor=actor, reason="retried", feedback=note, instructions=instructions
+    )
 
 
 # --- rounds ---------------------------------------------------------------------------------------------

@@ -316,17 +316,28 @@ def task_cancel(*, actor: Actor, team: Team, task_id: Any, reason: str) -> Task:
 
 
 @transaction.atomic
-def task_retry(*, actor: Actor, team: Team, task_id: Any, note: str = "") -> Task:
+def task_retry(*, actor: Actor, team: Team, task_id: Any, note: str = "", instructions: str = "") -> Task:
     """Reopen a stale, failed, cancelled, in-review or completed task and dispatch it to its owner again
-    with the note (a task without an owner goes back to pending for any member to claim)."""
+    with the note and the new instructions (a task without an owner goes back to pending for any member
+    to claim, and finds the instructions among its comments)."""
+    if not isinstance(instructions, str) or len(instructions) > board.INSTRUCTIONS_MAX_CHARS:
+        raise BoardError(f"instructions: at most {board.INSTRUCTIONS_MAX_CHARS} characters", code="invalid")
+    instructions = instructions.strip()
     task = board.get_task(team, task_id)
     if task.owner_id is not None and task.owner_id == team.lead_id:
         raise BoardError(
             "cannot retry: the task belongs to the team lead, who is never dispatched tasks; assign it "
             "to a member instead"
         )
-    task = dispatch.retry(team, task.pk, actor=human_actor(actor), note=note)
-    _audit_task(actor, "retried", team, task.pk, note=note, **_state(task))
+    who = human_actor(actor)
+    task = dispatch.retry(team, task.pk, actor=who, note=note, instructions=instructions)
+    if instructions:
+        # Commented after the dispatch, so the message carries them once (whole), not also among the
+        # recent comments cut short; the comment keeps them on the task for whoever works it next.
+        text = f"Retry instructions: {instructions}".encode()[: board.COMMENT_MAX_BYTES]
+        board.comment(team, task.pk, actor=who, text=text.decode(errors="ignore"))
+        task = board.get_task(team, task.pk)
+    _audit_task(actor, "retried", team, task.pk, note=note, instructions=instructions, **_state(task))
     return task
 
 

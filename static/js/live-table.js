@@ -53,11 +53,9 @@
     return td;
   }
 
-  // A <time> showing the UTC time as the server renders it ("Y-m-d H:i:s").
+  // A <time> like the server's {% when %}: local time, UTC in its title (when.js).
   function timeNode(iso) {
-    const node = el("time", new Date(iso).toISOString().slice(0, 19).replace("T", " "));
-    node.dateTime = iso;
-    return node;
+    return window.toolgateWhen(el("time"), iso);
   }
 
   // start({table, topic, eventType, matches(data), buildRow(data) -> <tr>}): run one live table.

@@ -22,11 +22,12 @@
     return node;
   }
 
-  // "2026-11-22T10:15:03.123456+00:00" as the page shows times: "2026-11-22 10:15:03" (UTC).
-  function utc(iso) {
-    const when = new Date(iso);
-    if (isNaN(when.getTime())) return String(iso);
-    return when.toISOString().slice(0, 19).replace("T", " ");
+  // A time field shows a <time> like the server's {% when %} (when.js), or "—" without one.
+  function setTime(scope, name, iso) {
+    scope.querySelectorAll('[data-field="' + name + '"]').forEach(function (node) {
+      if (iso) node.replaceChildren(window.toolgateWhen(document.createElement("time"), iso));
+      else node.textContent = "—";
+    });
   }
 
   function setField(scope, name, value) {
@@ -43,8 +44,8 @@
     if (typeof data.input_tokens === "number") {
       setField(scope, "tokens", data.input_tokens + " / " + (data.output_tokens || 0));
     }
-    if ("finished_at" in data) setField(scope, "finished", data.finished_at ? utc(data.finished_at) : "—");
-    if ("started_at" in data) setField(scope, "started", data.started_at ? utc(data.started_at) : "—");
+    if ("finished_at" in data) setTime(scope, "finished", data.finished_at);
+    if ("started_at" in data) setTime(scope, "started", data.started_at);
     if (typeof data.model === "string") setField(scope, "model", data.model || "—");
     const error = scope.querySelector('[data-field="error"]');
     if (error && typeof data.error === "string") {

@@ -47,9 +47,21 @@
     next.type = "hidden";
     next.name = "next";
     next.value = window.location.pathname + window.location.search;
+    form.append(csrf, next);
+    if (action === "retry") {
+      const field = "retry-instructions-" + id;
+      const caption = el("label", "New instructions (optional)", "small");
+      caption.htmlFor = field;
+      const text = el("textarea", null, "retry-instructions");
+      text.id = field;
+      text.name = "instructions";
+      text.rows = 2;
+      text.maxLength = 4000;
+      form.append(caption, text);
+    }
     const button = el("button", label, "button small " + className);
     button.type = "submit";
-    form.append(csrf, next, button);
+    form.append(button);
     return form;
   }
 
@@ -59,9 +71,7 @@
     row.dataset.id = data.id;
     row.dataset.task = task.id;
     row.dataset.team = task.team;
-    const when = el("time", new Date(ts).toISOString().slice(0, 19).replace("T", " "));
-    when.dateTime = ts;
-    row.insertCell().append(when);
+    row.insertCell().append(window.toolgateWhen(el("time"), ts));
     row.cells[0].className = "time-cell";
     if (config.team_names) {
       row.insertCell().append(config.team_names[task.team] || task.team);

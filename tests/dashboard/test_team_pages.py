@@ -260,6 +260,7 @@ def test_the_settings_page_turns_blocker_escalation_off_and_keeps_other_keys(adm
             followup_max_reminders="3",
             notification_mode="leader",
             notify=["failed"],
+            allow_user_ids="u-1",
         ),
         follow=True,
     )

@@ -31,6 +31,7 @@ from apps.dashboard.forms import (
     TaskCreateForm,
     TaskEventFilterForm,
     TaskReasonForm,
+    TaskRetryForm,
     TeamCreateForm,
     TeamMemberAddForm,
     TeamSettingsForm,
@@ -410,7 +411,7 @@ def task_detail(request: DashboardRequest, id: uuid.UUID, task_id: uuid.UUID) ->
             "assign_form": TaskAssignForm(
                 members=members, initial={"agent": task.owner.key if task.owner else ""}
             ),
-            "retry_form": TaskReasonForm(id_prefix="retry"),
+            "retry_form": TaskRetryForm(id_prefix="retry"),
             "reject_form": TaskReasonForm(id_prefix="reject", required=True),
             "comment_form": TaskCommentForm(),
             "live_config": {**_live_config(team), "task": str(task.pk)},
@@ -457,18 +458,21 @@ def task_cancel(request: DashboardRequest, team: Team, task: Task) -> HttpRespon
 @_task_action
 def task_retry(request: DashboardRequest, team: Team, task: Task) -> HttpResponse:
     """Reopen the task for its owner (dispatched again at once), with an optional note."""
-    _retry(request, team, task, TaskReasonForm(request.POST, id_prefix="retry"))
+    _retry(request, team, task, TaskRetryForm(request.POST, id_prefix="retry"))
     return redirect(_task_url(team, task))
 
 
-def _retry(request: DashboardRequest, team: Team, task: Task, form: TaskReasonForm) -> None:
+def _retry(request: DashboardRequest, team: Team, task: Task, form: TaskRetryForm) -> None:
     if not form.is_valid():
-        messages.error(request, "The note may have at most 500 characters.")
+        messages.error(request, "The note may have at most 500 characters and the instructions at most 4000.")
         return
     note = form.cleaned_data["reason"]
+    instructions = form.cleaned_data["instructions"]
 
     def retry() -> str:
-        done = services.task_retry(actor=request.actor, team=team, task_id=task.pk, note=note)
+        done = services.task_retry(
+            actor=request.actor, team=team, task_id=task.pk, note=note, instructions=instructions
+        )
         return f"{done.identifier} retried ({done.get_status_display().lower()})."
 
     _act(request, retry)
@@ -627,7 +631,7 @@ def escalation_retry(request: DashboardRequest, id: uuid.UUID, escalation_id: uu
     if escalation.state != Escalation.State.OPEN:
         messages.error(request, f"This escalation is {escalation.state} already; open the task to act on it.")
     else:
-        _retry(request, team, escalation.task, TaskReasonForm(request.POST, id_prefix="retry"))
+        _retry(request, team, escalation.task, TaskRetryForm(request.POST, id_prefix="retry"))
     return redirect(_back_to(request, team))
 
 

@@ -292,6 +292,20 @@ class ReasonInput(StrictSerializer):
     )
 
 
+class RetryInput(StrictSerializer):
+    reason = serializers.CharField(
+        max_length=board.REASON_MAX_CHARS, required=False, allow_blank=True, default=""
+    )
+    instructions = serializers.CharField(
+        max_length=board.INSTRUCTIONS_MAX_CHARS,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="New instructions for the member: they go, whole, into the retried task's dispatch "
+        "message and are kept as a comment.",
+    )
+
+
 class CommentInput(StrictSerializer):
     text = serializers.CharField(
         max_length=board.COMMENT_MAX_BYTES,

@@ -283,13 +283,21 @@ class TaskViewSet(TeamScopedViewSet):
         task = services.task_cancel(actor=self.actor, team=self.team, task_id=task_id, reason=reason)
         return self._task(task)
 
-    @extend_schema(request=s.ReasonInput, responses={200: s.TaskOutput})
+    @extend_schema(request=s.RetryInput, responses={200: s.TaskOutput})
     def retry(self, request: Request, pk: str, task_id: str) -> Response:
         """A stale, failed, cancelled, in-review or completed task is reopened and dispatched to its
-        owner again with the reason as new instructions (without an owner it waits, pending, for any
-        member to claim it); its open escalations count as retried."""
-        note = _body(s.ReasonInput, request)["reason"]
-        return self._task(services.task_retry(actor=self.actor, team=self.team, task_id=task_id, note=note))
+        owner again with the reason and the new ``instructions`` (at most 4000 characters, in the
+        dispatch's message and kept as a comment; without an owner it waits, pending, for any member to
+        claim it); its open escalations count as retried."""
+        body = _body(s.RetryInput, request)
+        task = services.task_retry(
+            actor=self.actor,
+            team=self.team,
+            task_id=task_id,
+            note=body["reason"],
+            instructions=body["instructions"],
+        )
+        return self._task(task)
 
     @extend_schema(request=None, responses={200: s.TaskOutput})
     def approve(self, request: Request, pk: str, task_id: str) -> Response:
