@@ -40,6 +40,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("Tool calls", "dashboard:tool_calls", Role.MEMBER, "tool_call"),
     Section("API keys", "dashboard:api_keys", Role.ADMIN, "api_key"),
     Section("Members", "dashboard:members", Role.VIEWER, "member"),
+    Section("Quotas", "dashboard:quota", Role.VIEWER, "quota"),
     Section("Audit log", "dashboard:audit", Role.ADMIN, "audit"),
     Section("Approvals", "dashboard:approvals", Role.ADMIN, "approval", badge="approvals"),
 )

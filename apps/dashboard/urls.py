@@ -17,7 +17,19 @@ from apps.dashboard import (
     urls_skills,
     urls_teams,
 )
-from apps.dashboard.views import agents, api_keys, audit, auth, home, members, runtime, tool_calls, tools
+from apps.dashboard.views import (
+    agents,
+    api_keys,
+    audit,
+    auth,
+    home,
+    members,
+    platform,
+    quota,
+    runtime,
+    tool_calls,
+    tools,
+)
 
 app_name = "dashboard"
 urlpatterns = [
@@ -43,6 +55,11 @@ urlpatterns = [
     path("members/new/", members.member_add, name="member_add"),
     path("members/<uuid:id>/role/", members.member_role, name="member_role"),
     path("members/<uuid:id>/remove/", members.member_remove, name="member_remove"),
+    path("quota/", quota.quota, name="quota"),
+    path("platform/tenants/", platform.tenant_list, name="platform_tenants"),
+    path("platform/tenants/<slug:slug>/suspend/", platform.tenant_suspend, name="platform_tenant_suspend"),
+    path("platform/tenants/<slug:slug>/resume/", platform.tenant_resume, name="platform_tenant_resume"),
+    path("platform/tenants/<slug:slug>/quota/", platform.tenant_quota, name="platform_tenant_quota"),
     path("audit/", audit.audit_log, name="audit"),
     path("audit/export/", audit.audit_export, name="audit_export"),
     path("audit/<uuid:id>/", audit.audit_event_detail, name="audit_event"),
