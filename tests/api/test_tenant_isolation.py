@@ -64,6 +64,7 @@ def api_routes() -> Iterator[str]:
 CASES: dict[str, Case] = {
     "me": Case(make=_nothing, own_tenant_only=True),
     "tenant": Case(make=_nothing, own_tenant_only=True),
+    "tenant-quota": Case(make=_nothing, own_tenant_only=True),
     "agent-list": Case(make=_agent, collection=True),
     "agent-detail": Case(make=_agent, writes=[("patch", {"name": "hijacked"}), ("delete", None)]),
     "api-key-list": Case(make=_api_key, collection=True),

@@ -178,6 +178,7 @@ def test_viewer_navigation_lists_only_sections_they_may_open(viewer):
         "Custom tools",
         "Credentialed CLIs",
         "Members",
+        "Quotas",
     ]
     assert "Recent activity" not in body
     assert 'data-stat="api_keys"' not in body
@@ -206,6 +207,7 @@ def test_owner_navigation_marks_the_current_section(owner):
         "Tool calls",
         "API keys",
         "Members",
+        "Quotas",
         "Audit log",
         "Approvals",
     ]

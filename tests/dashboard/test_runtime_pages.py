@@ -131,6 +131,7 @@ def test_navigation_shows_the_new_sections_by_role(viewer, member, owner):
         "Custom tools",
         "Credentialed CLIs",
         "Members",
+        "Quotas",
     ]
     assert sections(member) == [
         "Overview",
@@ -146,6 +147,7 @@ def test_navigation_shows_the_new_sections_by_role(viewer, member, owner):
         "Scheduled jobs",
         "Tool calls",
         "Members",
+        "Quotas",
     ]
     assert "Tool calls" in sections(owner)
     tool_calls = owner.get(reverse("dashboard:tool_calls")).content.decode()

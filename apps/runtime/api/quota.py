@@ -4,6 +4,8 @@ API key: a tenant must not raise its own limits."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers
 from rest_framework.request import Request
@@ -14,6 +16,7 @@ from apps.runtime import quota_usage
 from apps.runtime.tenant_lifecycle import tenant_quota_set
 from apps.tenants import quotas
 from apps.tenants.api.base import StrictSerializer, TenantViewMixin
+from apps.tenants.models import Tenant
 from apps.tenants.roles import Role
 
 
@@ -26,7 +29,13 @@ class QuotaOutput(serializers.Serializer):  # type: ignore[type-arg]
     description = serializers.CharField()
 
 
+class QuotaTenantOutput(serializers.Serializer):  # type: ignore[type-arg]
+    slug = serializers.CharField()
+    name = serializers.CharField()
+
+
 class QuotasOutput(serializers.Serializer):  # type: ignore[type-arg]
+    tenant = QuotaTenantOutput()
     quotas = QuotaOutput(many=True)
 
 
@@ -37,14 +46,18 @@ class QuotasInput(StrictSerializer):
     )
 
 
+def _body(tenant: Tenant) -> Any:
+    rows = [u.as_dict() for u in quota_usage.usage(tenant)]
+    return QuotasOutput({"tenant": {"slug": tenant.slug, "name": tenant.name}, "quotas": rows}).data
+
+
 class TenantQuotaView(TenantViewMixin, APIView):
     read_role = Role.VIEWER
     write_role = Role.VIEWER  # the staff check below is what allows a change
 
     @extend_schema(responses={200: QuotasOutput})
     def get(self, request: Request) -> Response:
-        rows = [u.as_dict() for u in quota_usage.usage(self.actor.tenant)]
-        return Response(QuotasOutput({"quotas": rows}).data)
+        return Response(_body(self.actor.tenant))
 
     @extend_schema(request=QuotasInput, responses={200: QuotasOutput})
     def patch(self, request: Request) -> Response:
@@ -57,5 +70,4 @@ class TenantQuotaView(TenantViewMixin, APIView):
         tenant = tenant_quota_set(
             tenant=self.actor.tenant, by=f"staff:{label}", changes=data.validated_data["quotas"]
         )
-        rows = [u.as_dict() for u in quota_usage.usage(tenant)]
-        return Response(QuotasOutput({"quotas": rows}).data)
+        return Response(_body(tenant))
