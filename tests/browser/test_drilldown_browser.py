@@ -45,6 +45,7 @@ def test_a_row_opens_its_call_and_an_export_downloads_the_filtered_rows(live, tm
     admin = factories.make_user(tenant, Role.ADMIN, email="admin@drill.test")
     services.agent_create(actor=Actor.system(tenant), key="helper", name="Helper")
     member_key = factories.make_api_key(tenant, Role.MEMBER, name="agent-loop")
+    admin_key = factories.make_api_key(tenant, Role.ADMIN, name="ops")
     wanted = [_call(tenant, tool="exec", args={"command": f"echo {i}"}, error="=cmd()") for i in range(3)]
     _call(tenant, tool="read_file")
     _call(factories.make_tenant("other"), tool="exec")
@@ -112,6 +113,27 @@ def test_a_row_opens_its_call_and_an_export_downloads_the_filtered_rows(live, tm
             rows.first.locator("td.time-cell a").click()
             expect(page).to_have_url(re.compile(r"/tool-calls/[0-9a-f-]{36}/$"))
             expect(page.locator('[data-field="decision"]')).to_contain_text("Allowed")
+
+            # So does a live row of the audit log: its actor filters the log, its time opens the event.
+            page.goto("/audit/?verb=agent.created")
+            expect(page.locator("[data-live-indicator]")).to_have_attribute("data-state", "live")
+            events = page.locator("table.audit-table tbody tr")
+            expect(events).to_have_count(1)
+            created = api.post(
+                "/api/v1/agents/",
+                json={"key": "second", "name": "Second"},
+                headers={"Authorization": f"Bearer {admin_key}"},
+            )
+            assert created.status_code == 201, created.text
+            expect(events).to_have_count(2)
+            expect(events.first.locator("a.actor")).to_contain_text("(ops)")
+            expect(events.first.locator("a.actor")).to_have_attribute(
+                "href", re.compile(r"^\?verb=agent.created&actor_kind=api_key&actor_id=[0-9a-f-]+$")
+            )
+            events.first.locator("td.nowrap a").click()
+            expect(page).to_have_url(re.compile(r"/audit/[0-9a-f-]{36}/$"))
+            expect(page.locator('[data-field="data"]')).to_contain_text('"key": "second"')
+            shot(page, "audit-event-detail")
         finally:
             browser.close()
             api.close()

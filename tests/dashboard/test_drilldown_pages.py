@@ -130,6 +130,10 @@ def test_an_audit_event_links_to_its_target_page(admin, tenant_a):
     body = admin.get(reverse("dashboard:audit_event", args=[shown.pk])).content.decode()
 
     assert f'href="{reverse("dashboard:tool_call_detail", args=[call.pk])}"' in body
+    agent = make_agent(tenant_a, "helper")
+    created = AuditEvent.objects.for_tenant(tenant_a).get(verb="agent.created", target_id=str(agent.pk))
+    agent_page = admin.get(reverse("dashboard:audit_event", args=[created.pk])).content.decode()
+    assert f'href="{reverse("dashboard:agent_edit", args=["helper"])}"' in agent_page
 
 
 # --- the tables' links, suggestions and invalid filters ----------------------------------------------

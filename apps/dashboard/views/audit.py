@@ -80,6 +80,14 @@ def audit_export(request: DashboardRequest) -> HttpResponse:
 
 def target_url(event: AuditEvent) -> str | None:
     """The dashboard page of the event's target, where there is one."""
+    if event.target_type == "approval":
+        return reverse("dashboard:approvals")
+    key = event.data.get("key") if isinstance(event.data, dict) else None
+    if event.target_type == "agent" and isinstance(key, str) and key:
+        try:  # the agent's page is named by its key, which the agent's events hold in their data
+            return reverse("dashboard:agent_edit", kwargs={"key": key})
+        except NoReverseMatch:
+            return None
     name = TARGET_PAGES.get(event.target_type)
     if name is None or not event.target_id:
         return None
