@@ -285,6 +285,9 @@ def _check_pages(browser: Browser, base: str, email: str, width: str, urls: list
         page.add_script_tag(path=str(AXE))
         violations = page.evaluate(AXE_RUN)
         overflow = page.evaluate(OVERFLOW)
+        if os.environ.get("TOOLGATE_EVERY_PAGE_SHOTS"):  # every page, to look at the layout by eye
+            name = re.sub(r"[^A-Za-z0-9]+", "-", url).strip("-") or "home"
+            page.screenshot(path=str(ARTIFACTS / "screenshots" / "pages" / f"{name}-{w}.png"), full_page=True)
         for name, route in SCREENSHOTS.items():
             if url == reverse(route) and email.startswith("admin@"):
                 page.screenshot(path=str(ARTIFACTS / "screenshots" / f"{name}-{w}.png"), full_page=True)
@@ -316,10 +319,13 @@ def test_every_dashboard_page(live, role, width):
     assert len(admin_pages) > 60, admin_pages
     assert reverse("dashboard:home") in member_pages
     assert len(member_pages) < len(admin_pages)
+    favicon = as_member.get("/favicon.ico")  # asked for by browsers whatever the page links
+    assert favicon.status_code == 301, favicon
+    assert favicon["Location"].endswith("/favicon.svg"), favicon["Location"]
     user, urls = (admin, admin_pages) if role == Role.ADMIN else (member, member_pages)
     w, _ = WIDTHS[width]
     shots = [ARTIFACTS / "screenshots" / f"{name}-{w}.png" for name in SCREENSHOTS] if user == admin else []
-    (ARTIFACTS / "screenshots").mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "screenshots" / "pages").mkdir(parents=True, exist_ok=True)
     for path in shots:  # a screenshot from an earlier run must not pass for this run's
         path.unlink(missing_ok=True)
     base = live.daphne()

@@ -141,6 +141,5 @@ def test_the_overview_charts_and_needs_you_live(live):
             browser.close()
             api.close()
 
-    # The site has no favicon yet; any other console error or failed request is this page's.
-    assert not [e for e in errors if "favicon.ico" not in e], errors
+    assert not errors, errors
     assert ToolCall.objects.for_tenant(tenant).count() == 6
