@@ -144,6 +144,7 @@ def test_owner_manages_agents_and_keys_and_sees_audit_events_live(live):
                     "Custom tools",
                     "Credentialed CLIs",
                     "Members",
+                    "Quotas",
                 ]
             )
             expect(page.locator('[data-stat="agents"]')).to_have_text("0")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,12 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from apps.audit.models import AuditEvent
 from apps.mcp_grants.models import AgentGrant, MCPServer, UserGrant
 from apps.policy import approval_services
 from apps.policy.approval_models import ApprovalRule
 from apps.tenants.actors import Actor
-from apps.tenants.models import Tenant
+from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role
 from tests import factories
 from tests.api import isolation_approvals as approvals
@@ -140,6 +142,10 @@ _params("channel_edit", "channel_test", "channel_messages", "channel_delete", id
 _params("runs_detail", "runs_cancel", id="run")
 _params("runs_session", "runs_session_archive", "runs_session_unarchive", "runs_session_delete", id="session")
 _params("cron_job", "cron_edit", "cron_enabled", "cron_run", "cron_delete", id="cron")
+_params("tool_call_detail", id="tool_call")
+_params("audit_event", id="audit_event")
+# Platform staff's pages (the admin persona is staff here: tenant roles get 404 there).
+_params("platform_tenant_suspend", "platform_tenant_resume", "platform_tenant_quota", slug="tenant_slug")
 
 
 def _routes(entries: list[Any], namespace: str | None = None) -> list[tuple[str, bool]]:
@@ -151,6 +157,15 @@ def _routes(entries: list[Any], namespace: str | None = None) -> list[tuple[str,
         elif isinstance(entry, URLPattern) and namespace == "dashboard" and entry.name:
             found.append((entry.name, bool(entry.pattern.converters)))
     return found
+
+
+def _a_tool_call(tenant: Tenant, agent_key: str) -> str:
+    from apps.runtime import pipeline
+    from apps.toolkit import gateway
+
+    agent = Agent.objects.for_tenant(tenant).get(key=agent_key)
+    request = gateway.CallRequest(agent=agent, tool="datetime", args={"timezone": "UTC"})
+    return str(uuid.UUID(pipeline.execute(actor=Actor.system(tenant), request=request).call_id))
 
 
 def _objects(tenant: Tenant) -> Objects:
@@ -204,6 +219,9 @@ def _objects(tenant: Tenant) -> Objects:
         "cron": make_cron_job(tenant, prefix="page")["pk"],
     }
     objects["rule"] = str(ApprovalRule.objects.for_tenant(tenant).get().pk)
+    objects["tool_call"] = _a_tool_call(tenant, objects["agent"])
+    objects["audit_event"] = str(AuditEvent.objects.for_tenant(tenant).order_by("-created_at").first().pk)
+    objects["tenant_slug"] = tenant.slug
     return objects
 
 
@@ -309,6 +327,8 @@ def test_every_dashboard_page(live, role, width):
     assert AXE.exists(), f"axe-core is missing at {AXE}: run `make system-deps` (scripts/axe-deps.sh)"
     tenant = factories.make_tenant("pages")
     admin = factories.make_user(tenant, Role.ADMIN, email="admin@pages.test")
+    # Staff too, so that the platform pages are checked like the rest (a tenant page shows the same).
+    type(admin).objects.filter(pk=admin.pk).update(is_staff=True)
     member = factories.make_user(tenant, Role.MEMBER, email="member@pages.test")
     objects = _objects(tenant)
     as_admin, as_member = Client(), Client()
