@@ -220,7 +220,7 @@ def _objects(tenant: Tenant) -> Objects:
     }
     objects["rule"] = str(ApprovalRule.objects.for_tenant(tenant).get().pk)
     objects["tool_call"] = _a_tool_call(tenant, objects["agent"])
-    objects["audit_event"] = str(AuditEvent.objects.for_tenant(tenant).order_by("-created_at").first().pk)
+    objects["audit_event"] = str(AuditEvent.objects.for_tenant(tenant).order_by("-created_at")[0].pk)
     objects["tenant_slug"] = tenant.slug
     return objects
 

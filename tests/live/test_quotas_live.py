@@ -55,6 +55,10 @@ def there(response: httpx.Response) -> int:
     return 0
 
 
+def _there_with(call: Any, remote: httpx.Client) -> int:
+    return there(call(remote))
+
+
 def test_rate_quotas_hold_across_processes_and_a_raise_applies_without_a_restart(live, daphne, tenant_a):
     system = Actor.system(tenant_a)
     accounts.agent_create(actor=system, key="bot", name="Bot")
@@ -64,12 +68,11 @@ def test_rate_quotas_hold_across_processes_and_a_raise_applies_without_a_restart
     body = {"agent": "bot", "tool": "datetime", "args": {}}
     with httpx.Client(base_url=daphne, headers={"Authorization": f"Bearer {raw}"}, timeout=30) as remote:
         errors = []
-        for client in (remote, local, remote, local, remote, local):
-            answer = (
-                client.post("/api/v1/runtime/execute", json=body)
-                if client is remote
-                else client.post("/api/v1/runtime/execute", body, format="json")
-            )
+        for turn in range(6):  # daphne and this process in turn
+            if turn % 2 == 0:
+                answer: Any = remote.post("/api/v1/runtime/execute", json=body)
+            else:
+                answer = local.post("/api/v1/runtime/execute", body, format="json")
             errors.append(answer.json()["is_error"])
         assert errors == [False, False, False, False, True, True]
         set_quota("tool_calls_per_minute", "6")
@@ -102,7 +105,7 @@ def test_count_quotas_hold_when_two_processes_create_at_the_same_moment(live, da
 
     def race(remote_calls: list[Any], local_calls: list[Any]) -> int:
         with httpx.Client(base_url=daphne, headers=headers, timeout=60) as remote:
-            futures = [pool.submit(lambda call=call: there(call(remote))) for call in remote_calls]
+            futures = [pool.submit(_there_with, call, remote) for call in remote_calls]
             futures += [pool.submit(here, call) for call in local_calls]
             return sum(f.result() for f in futures)
 
