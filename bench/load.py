@@ -220,6 +220,11 @@ def seed(tenant: Any) -> tuple[str, str]:
     from tests.mcp.live_servers import stdio_fields
 
     system = Actor.system(tenant)
+    # The load measures capacity: one tenant driven as hard as the server goes, its rate quotas off.
+    type(tenant).objects.filter(pk=tenant.pk).update(
+        quotas={"tool_calls_per_minute": 0, "api_requests_per_minute": 0}
+    )
+    tenant.quotas = {"tool_calls_per_minute": 0, "api_requests_per_minute": 0}
     agent = accounts.agent_create(
         actor=system, key=AGENT, name="Load agent", settings={"sandbox": {"mode": "off"}}
     )

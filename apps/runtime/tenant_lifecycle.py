@@ -21,17 +21,21 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from django.core.cache import caches
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_q.models import Schedule
 from psycopg import sql
 
 from apps.audit.services import record
 from apps.mcp_grants import client as mcp_client
 from apps.mcp_grants.models import MCPServer
+from apps.mcp_grants.tasks import retry_schedule_name
 from apps.realtime.events import disconnect
-from apps.runs.models import ACTIVE, Run
+from apps.runs.models import ACTIVE, CronJob, Run
 from apps.runs.services import run_cancel
+from apps.runtime.ratelimit_models import RateLimitWindow
 from apps.runtime.tenant_export import (
     Export,
     check_export_path,
@@ -219,11 +223,6 @@ def tenant_delete(*, tenant: Tenant, by: str, export_path: Path | None) -> Delet
 
 
 def _delete_schedules(tenant: Tenant) -> int:
-    from django_q.models import Schedule
-
-    from apps.mcp_grants.tasks import retry_schedule_name
-    from apps.runs.models import CronJob
-
     ids = [pk for pk in CronJob.objects.for_tenant(tenant).values_list("q_schedule_id", flat=True) if pk]
     names = [
         retry_schedule_name(pk) for pk in MCPServer.objects.for_tenant(tenant).values_list("pk", flat=True)
@@ -252,10 +251,6 @@ def _delete_rows(tenant: Tenant) -> dict[str, int]:
 def _delete_cache_keys(tenant: Tenant) -> int:
     """The tenant's cache entries and rate-limit windows: every key Toolgate makes for a tenant holds its
     id between colons (``mcp-search:<id>:…``, ``<id>:<session>``)."""
-    from django.core.cache import caches
-
-    from apps.runtime.ratelimit_models import RateLimitWindow
-
     marker = f"{tenant.pk}:"
     count, _ = RateLimitWindow.objects.filter(key__startswith=marker).delete()
     cache = caches["default"]

@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import OuterRef, Q, QuerySet
 
-from apps.tenants.models import Agent, ApiKey, Membership, SettingSecret, Tenant
+from apps.tenants.models import Agent, ApiKey, Membership, PlatformEvent, SettingSecret, Tenant
 from apps.tenants.scoping import TenantScoped
 
 
@@ -115,3 +115,19 @@ def api_key_ids_created_by(*, tenant: Tenant, user_id: Any) -> list[str]:
     """The ids of every API key of ``tenant`` that the user ``user_id`` made, revoked ones included."""
     keys = ApiKey.objects.for_tenant(tenant).filter(created_by_id=user_id)
     return [str(pk) for pk in keys.order_by("created_at", "id").values_list("pk", flat=True)]
+
+
+# --- the platform's own reads (staff pages and commands: not any one tenant's) -------------------------
+
+
+def platform_tenant_list() -> QuerySet[Tenant]:
+    """Every tenant of the installation, by slug (platform staff only)."""
+    return Tenant.objects.order_by("slug")
+
+
+def platform_tenant_get(*, slug: str) -> Tenant | None:
+    return Tenant.objects.filter(slug=slug).first()
+
+
+def platform_events_recent(*, limit: int = 20) -> list[PlatformEvent]:
+    return list(PlatformEvent.objects.order_by("-created_at")[:limit])

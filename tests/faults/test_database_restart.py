@@ -27,6 +27,9 @@ SEED = """
 from apps.accounts import services
 from apps.tenants.actors import Actor
 tenant = services.tenant_create(slug="fault", name="Fault")
+# Driven as hard as the server goes: its rate quotas are off.
+off = {"tool_calls_per_minute": 0, "api_requests_per_minute": 0}
+tenant.__class__.objects.filter(pk=tenant.pk).update(quotas=off)
 services.agent_create(actor=Actor.system(tenant), key="bot", name="Bot")
 _, raw = services.api_key_create(actor=Actor.system(tenant), name="load", role="member")
 print(raw)

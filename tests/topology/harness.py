@@ -268,6 +268,10 @@ class Topology:
             DATABASE_URL=database_url,
             REDIS_URL=self.redis.url,
             TOOLGATE_WORKSPACE_ROOT=str(self.workspaces),
+            # These tests drive one tenant as hard as the nodes go: its rate quotas are off (quotas across
+            # processes are tested in tests/live/test_quotas_live.py).
+            TOOLGATE_QUOTA_TOOL_CALLS_PER_MINUTE="0",
+            TOOLGATE_QUOTA_API_REQUESTS_PER_MINUTE="0",
             **self.secrets,
         )
         env.update(self.extra_env)

@@ -18,9 +18,9 @@ from django.shortcuts import redirect, render
 from apps.runtime import tenant_lifecycle
 from apps.runtime.quota_usage import usage
 from apps.runtime.tenant_lifecycle import MAX_REASON
-from apps.tenants import quotas
+from apps.tenants import quotas, selectors
 from apps.tenants.errors import ServiceError
-from apps.tenants.models import PlatformEvent, Tenant
+from apps.tenants.models import Tenant
 
 View = Callable[..., HttpResponse]
 
@@ -46,7 +46,7 @@ def _by(request: HttpRequest) -> str:
 
 
 def _tenant(slug: str) -> Tenant:
-    tenant = Tenant.objects.filter(slug=slug).first()
+    tenant = selectors.platform_tenant_get(slug=slug)
     if tenant is None:
         raise Http404("No such tenant.")
     return tenant
@@ -54,8 +54,8 @@ def _tenant(slug: str) -> Tenant:
 
 @staff_view
 def tenant_list(request: HttpRequest) -> HttpResponse:
-    tenants = list(Tenant.objects.order_by("slug"))
-    events = list(PlatformEvent.objects.order_by("-created_at")[:20])
+    tenants = list(selectors.platform_tenant_list())
+    events = selectors.platform_events_recent(limit=20)
     return render(request, "dashboard/platform/tenants.html", {"tenants": tenants, "events": events})
 
 
