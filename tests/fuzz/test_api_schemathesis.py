@@ -54,6 +54,9 @@ UNREACHABLE: dict[str, str] = {
     # tenant has not; tests/mcp/test_api_features.py reads and gets through a real one.
     "GET /api/v1/agents/{key}/mcp/resources/read": "needs a live MCP server with resources",
     "POST /api/v1/agents/{key}/mcp/prompts/get": "needs a live MCP server with prompts",
+    # Only a signed-in platform staff user changes quotas; the run's API key (any role) gets 403, by
+    # design. tests/platform/test_quotas.py changes them as staff.
+    "PATCH /api/v1/tenant/quota": "platform staff only (a session, never an API key)",
 }
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 

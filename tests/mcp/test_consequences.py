@@ -162,8 +162,10 @@ def test_discovery_publishes_the_rows_of_the_tool_list_after_commit(tenant_a):
 
 def test_the_agents_mcp_page_shows_each_grants_effective_tools(client, tenant_a, tenant_b, agent):
     system = Actor.system(tenant_a)
-    pg = make_server(tenant_a, "pg", ["query", "drop"])
-    search = make_server(tenant_a, "search", ["find"])
+    # Servers that end at once: the page lists their resources and prompts too, and must not wait on
+    # a server that never answers (npx, the default, would be fetched from the registry).
+    pg = make_server(tenant_a, "pg", ["query", "drop"], command="python3", args=["missing-server.py"])
+    search = make_server(tenant_a, "search", ["find"], command="python3", args=["missing-server.py"])
     services.agent_grant_set(actor=system, server=pg, agent=agent)
     services.agent_grant_set(actor=system, server=search, agent=agent)
     deny(tenant_a, agent, ["mcp_pg__drop"])
