@@ -2,7 +2,7 @@
 and REST API requests (429 with ``Retry-After``), each a one-minute sliding window per tenant in the
 store every process shares (``apps.runtime.ratelimit.take_slots``). The limits: ``apps.tenants.quotas``.
 
-A process takes slots a second's worth at a time (``limit // 60``, at least 1) and hands them out
+A process takes slots a second's worth at a time (``limit // 60``, at least 1, at most 50) and hands them out
 itself for at most ``CREDIT_SECONDS``: a busy tenant costs the shared store one statement per batch, not
 per call. Slots are recorded in the shared window when taken, so the limit is never passed whatever the
 number of processes; slots a process took and did not use lapse, so a tenant near its limit on several
@@ -60,8 +60,13 @@ GATE_TRUST_SECONDS = 1.0
 _credits_lock = threading.Lock()
 
 
+# At most this many slots per statement: a high limit must not let one process hold thousands it may
+# not use (they would lapse, refusing others early); 50 keeps the store's work under 1 in 50 calls.
+MAX_BATCH = 50
+
+
 def batch_size(limit: int) -> int:
-    return max(1, limit // 60)
+    return max(1, min(MAX_BATCH, limit // 60))
 
 
 def take_rate(tenant: Tenant, name: str) -> int | None:

@@ -71,3 +71,10 @@ def test_a_refused_tenant_is_refused_in_process_until_a_slot_can_free(tenant_a):
     assert recorded(tenant) == 2
     raised = limited(tenant_a, 3)  # a raised limit is not held back by the refusal kept for the old one
     assert quota_limits.take_rate(raised, NAME) is None
+
+
+def test_a_high_limit_takes_at_most_fifty_slots_a_statement(tenant_a):
+    tenant = limited(tenant_a, 600_000)
+    assert quota_limits.batch_size(600_000) == 50
+    assert quota_limits.take_rate(tenant, NAME) is None
+    assert recorded(tenant) == 50
