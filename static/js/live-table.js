@@ -93,8 +93,34 @@
     return node ? JSON.parse(node.textContent || "{}") : {};
   }
 
+  // A cell's value as a filter of the table, keeping the page's other filters (as the server's
+  // filter_url tag does) and starting again from the first page.
+  function filterHref(changes) {
+    const params = new URLSearchParams(window.location.search);
+    params.delete("page");
+    params.delete("format");
+    Object.keys(changes).forEach(function (name) { params.set(name, changes[name]); });
+    return "?" + params.toString();
+  }
+
+  function link(href, child, className) {
+    const a = document.createElement("a");
+    a.href = href;
+    if (className) a.className = className;
+    a.append(child);
+    return a;
+  }
+
+  // The detail page of a row of ``table`` (its data-detail-base, then the row's id).
+  function detailHref(table, id) {
+    return (table.dataset.detailBase || "") + encodeURIComponent(id) + "/";
+  }
+
   window.ToolgateLive = {
     start: start,
+    filterHref: filterHref,
+    link: link,
+    detailHref: detailHref,
     readJson: readJson,
     el: el,
     cell: cell,

@@ -13,27 +13,9 @@
   const decisions = config.decisions || {};
   const ARGS_SUMMARY_CHARS = 60;
 
-  // A cell's value as a filter of the table, keeping the page's other filters (as the server's
-  // filter_url tag does) and starting again from the first page.
-  function filterHref(changes) {
-    const params = new URLSearchParams(window.location.search);
-    params.delete("page");
-    params.delete("format");
-    Object.keys(changes).forEach(function (name) { params.set(name, changes[name]); });
-    return "?" + params.toString();
-  }
-
-  function link(href, child, className) {
-    const a = document.createElement("a");
-    a.href = href;
-    if (className) a.className = className;
-    a.append(child);
-    return a;
-  }
-
-  function detailHref(id) {
-    return (table.dataset.detailBase || "") + encodeURIComponent(id) + "/";
-  }
+  const filterHref = live.filterHref;
+  const link = live.link;
+  function detailHref(id) { return live.detailHref(table, id); }
 
   // The same exact-match filters the server applied to the page (its "since" holds for new calls).
   function matches(data) {
