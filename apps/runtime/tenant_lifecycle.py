@@ -76,6 +76,21 @@ def platform_event(*, by: str, verb: str, tenant: Tenant, data: dict[str, Any]) 
     return event
 
 
+def _recorded(
+    *, tenant: Tenant, by: str, verb: str, data: dict[str, Any], audit_only: dict[str, Any] | None = None
+) -> None:
+    """An action on the tenant as a whole, in both logs: the platform's (``data``) and the tenant's own
+    audit log (``data``, ``audit_only`` and who acted), in the caller's transaction."""
+    record(
+        actor=Actor.system(tenant),
+        verb=verb,
+        target_type="tenant",
+        target_id=str(tenant.pk),
+        data={**data, **(audit_only or {}), "by": by},
+    )
+    platform_event(by=by, verb=verb, tenant=tenant, data=data)
+
+
 def tenant_suspend(*, tenant: Tenant, by: str, reason: str = "") -> Suspension:
     """Suspend ``tenant`` (see the module's docstring); 409 when it already is."""
     reason = reason.strip()
@@ -92,14 +107,7 @@ def tenant_suspend(*, tenant: Tenant, by: str, reason: str = "") -> Suspension:
         locked.save(update_fields=["status", "suspended_at", "suspended_reason", "updated_at"])
         config_changed(locked)
         system = Actor.system(locked)
-        record(
-            actor=system,
-            verb="tenant.suspended",
-            target_type="tenant",
-            target_id=str(locked.pk),
-            data={"reason": reason, "by": by},
-        )
-        platform_event(by=by, verb="tenant.suspended", tenant=locked, data={"reason": reason})
+        _recorded(tenant=locked, by=by, verb="tenant.suspended", data={"reason": reason})
         disconnect(
             kind="tenant", ident=str(locked.pk), reason=suspended_message(locked), code="tenant_suspended"
         )
@@ -134,15 +142,10 @@ def tenant_resume(*, tenant: Tenant, by: str) -> Tenant:
         locked.suspended_reason = ""
         locked.save(update_fields=["status", "suspended_at", "suspended_reason", "updated_at"])
         config_changed(locked)
-        data = {"by": by, "suspended_seconds": round(suspended_for) if suspended_for is not None else None}
-        record(
-            actor=Actor.system(locked),
-            verb="tenant.resumed",
-            target_type="tenant",
-            target_id=str(locked.pk),
-            data=data,
+        seconds = round(suspended_for) if suspended_for is not None else None
+        _recorded(
+            tenant=locked, by=by, verb="tenant.resumed", data={}, audit_only={"suspended_seconds": seconds}
         )
-        platform_event(by=by, verb="tenant.resumed", tenant=locked, data={})
     return locked
 
 
@@ -291,15 +294,7 @@ def tenant_quota_set(*, tenant: Tenant, by: str, changes: dict[str, Any]) -> Ten
                 current[name] = value
         locked.quotas = current
         locked.save(update_fields=["quotas", "updated_at"])
-        data = {"before": before, "after": checked, "by": by}
-        record(
-            actor=Actor.system(locked),
-            verb="tenant.quota_changed",
-            target_type="tenant",
-            target_id=str(locked.pk),
-            data=data,
-        )
-        platform_event(
-            by=by, verb="tenant.quota_changed", tenant=locked, data={"before": before, "after": checked}
+        _recorded(
+            tenant=locked, by=by, verb="tenant.quota_changed", data={"before": before, "after": checked}
         )
     return locked
