@@ -24,9 +24,9 @@ from apps.runs.models import Run
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
 from tests import factories
+from tests.live.conftest import cluster_with_provider
 from tests.live.wsclient import EventSocket, event_of, open_socket
 from tests.llm.fake_provider import KEY, PUBLIC_IP, FakeProvider, chat_answer
-from tests.local_http import serving
 from tests.mcp.live_servers import stdio_fields, stdio_server_pids
 from tests.processes import LiveProcesses, wait_until
 
@@ -37,23 +37,10 @@ pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 def processes(live: LiveProcesses) -> Iterator[tuple[LiveProcesses, FakeProvider]]:
     """daphne and a one-worker cluster that may reach the scripted provider, checking MCP connections
     every second (a suspended tenant's are dropped at the next check)."""
-    from django.db import connection
-
-    live.stop_qcluster()
-    started = LiveProcesses(
-        db_name=connection.settings_dict["NAME"],
-        extra_env={
-            "TOOLGATE_SSRF_ALLOW_NETS": f"{PUBLIC_IP}/32",
-            "TOOLGATE_MCP_HEALTH_SECONDS": "1",
-            "Q_WORKERS": "1",
-        },
-        label="suspend-",
-    )
-    try:
-        with serving(PUBLIC_IP) as server:
-            yield started, FakeProvider(server).install()
-    finally:
-        started.stop_all()
+    with cluster_with_provider(
+        live, label="suspend-", TOOLGATE_MCP_HEALTH_SECONDS="1", Q_WORKERS="1"
+    ) as started:
+        yield started
 
 
 def asks_to_exec(request: dict[str, Any]) -> dict[str, Any]:
