@@ -23,8 +23,8 @@ from apps.tenants.authentication import tenant_of_recent_key  # noqa: E402
 mcp_endpoint = MCPEndpoint()
 
 
-def _over_quota(scope: dict[str, Any]) -> int | None:
-    """The seconds to wait when the request's API key belongs to a tenant this process refused for its
+def _over_quota(scope: dict[str, Any]) -> quota_limits.QuotaExceeded | None:
+    """The refusal when the request's API key belongs to a tenant this process refused for its
     request quota a moment ago (``quota_limits.refused_early``): such a request is answered here, before
     a thread, a query or a key check is spent on it, so a tenant far over its quota cannot make the
     others queue behind its refusals. Anything not known for certain goes the full way."""
@@ -40,25 +40,22 @@ def _over_quota(scope: dict[str, Any]) -> int | None:
     return None
 
 
-async def _refuse(send: Any, wait: int) -> None:
-    body = json.dumps(
-        {
-            "error": {
-                "code": "quota_exceeded",
-                "message": f"The tenant's quota api_requests_per_minute is reached; retry in {wait} s.",
-                "details": {"quota": "api_requests_per_minute", "retry_after": wait},
-            }
-        }
-    ).encode()
-    headers = [(b"content-type", b"application/json"), (b"retry-after", str(wait).encode())]
-    await send({"type": "http.response.start", "status": 429, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+async def _refuse(send: Any, refusal: quota_limits.QuotaExceeded) -> None:
+    """The answer the REST API's error handler gives the same refusal: the envelope and Retry-After."""
+    error = {
+        "code": str(refusal.default_code),
+        "message": str(refusal.detail),
+        "details": refusal.envelope_details,
+    }
+    headers = [(b"content-type", b"application/json"), (b"retry-after", str(refusal.wait).encode())]
+    await send({"type": "http.response.start", "status": refusal.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})
 
 
 async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    wait = _over_quota(scope)
-    if wait is not None:
-        await _refuse(send, wait)
+    refusal = _over_quota(scope)
+    if refusal is not None:
+        await _refuse(send, refusal)
     elif PATH_PATTERN.match(scope["path"]):
         await metrics.timed_asgi(mcp_endpoint, "mcp/<agent>/", scope, receive, send)
     else:

@@ -107,8 +107,8 @@ def take_rate(tenant: Tenant, name: str) -> int | None:
     return None
 
 
-def refused_early(tenant_id: str, name: str) -> int | None:
-    """The seconds to wait if this process refused the tenant's ``name`` quota in the last
+def refused_early(tenant_id: str, name: str) -> QuotaExceeded | None:
+    """The refusal, if this process refused the tenant's ``name`` quota in the last
     ``GATE_TRUST_SECONDS`` and no slot can have freed since; else None (go the full way, which reads the
     tenant's limit and confirms or lifts the refusal). No query, no lock held long: for the front gate."""
     with _credits_lock:
@@ -116,7 +116,7 @@ def refused_early(tenant_id: str, name: str) -> int | None:
         now = time.monotonic()
         if closed is None or closed.until <= now or closed.confirmed + GATE_TRUST_SECONDS <= now:
             return None
-        return max(1, math.ceil(closed.until - now))
+        return QuotaExceeded(name, closed.limit, max(1, math.ceil(closed.until - now)))
 
 
 def tool_call_refusal(tenant: Tenant) -> str | None:
