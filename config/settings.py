@@ -470,6 +470,8 @@ SPECTACULAR_SETTINGS = {
         "SessionMessageRoleEnum": "apps.sessions.models.SessionMessage.Role",
         "ApiKeyOriginEnum": "apps.tenants.models.ApiKey.Origin",
         "CallOriginEnum": "apps.runtime.caller.ORIGINS",
+        "ToolCallDecisionEnum": "apps.audit.models.ToolCall.Decision",
+        "ToolCallStatusEnum": "apps.audit.models.ToolCall.Status",
     },
 }
 

@@ -54,6 +54,7 @@ TOOL_CALL_COLUMNS = [
     "for_llm_bytes",
     "for_user_bytes",
     "session_key",
+    "run_id",
     "user_id",
     "channel",
     "chat_id",

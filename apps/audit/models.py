@@ -49,6 +49,9 @@ class AuditEvent(TenantScoped):
         raise RuntimeError("audit events are append-only")
 
 
+OUTPUT_STORE_CHARS = 16 * 1024  # of each stored part of a call's result
+
+
 class ToolCall(TenantScoped):
     """One tool call that went through the pipeline, whatever its outcome. Arguments are stored scrubbed."""
 
@@ -78,6 +81,13 @@ class ToolCall(TenantScoped):
     duration_ms = models.FloatField(default=0)
     for_llm_bytes = models.PositiveIntegerField(default=0)
     for_user_bytes = models.PositiveIntegerField(default=0)
+    # The result as the caller got it (scrubbed), each part bounded at OUTPUT_STORE_CHARS characters;
+    # ``output_for_user`` only where it differs from ``output``. Listings and exports leave them out.
+    output = models.TextField(blank=True, default="")
+    output_for_user = models.TextField(blank=True, default="")
+    output_truncated = models.BooleanField(default=False)
+    # The run whose model made the call (Toolgate's runner, or an external runner that named it).
+    run_id = models.UUIDField(null=True, blank=True)
     session_key = models.CharField(max_length=200, blank=True)
     user_id = models.CharField(max_length=200, blank=True)
     channel = models.CharField(max_length=100, blank=True)
@@ -96,6 +106,11 @@ class ToolCall(TenantScoped):
             models.Index(fields=["tenant", "tool", "-created_at"], name="toolcall_tenant_tool"),
             models.Index(fields=["tenant", "agent_key", "-created_at"], name="toolcall_tenant_agent"),
             models.Index(fields=["tenant", "session_key", "-created_at"], name="toolcall_tenant_session"),
+            models.Index(
+                fields=["tenant", "run_id", "-created_at"],
+                name="toolcall_tenant_run",
+                condition=models.Q(run_id__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -56,12 +56,15 @@ def tool_call_list(
     decision: str | None = None,
     status: str | None = None,
     session_key: str | None = None,
+    run: Any = None,
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> QuerySet[ToolCall]:
-    """The tenant's tool calls, newest first."""
-    qs = ToolCall.objects.for_tenant(tenant)
+    """The tenant's tool calls, newest first, without their stored outputs (a call's own page and the
+    API's detail show them)."""
+    qs = ToolCall.objects.for_tenant(tenant).defer("output", "output_for_user")
     filters = {
+        "run_id": run,
         "agent_key": agent,
         "tool": tool,
         "decision": decision,

@@ -141,6 +141,7 @@ def serialize_tool_call(call: ToolCall) -> dict[str, Any]:
         "for_llm_bytes": call.for_llm_bytes,
         "for_user_bytes": call.for_user_bytes,
         "session_key": call.session_key,
+        "run": str(call.run_id) if call.run_id else None,
         "user_id": call.user_id,
         "channel": call.channel,
         "origin": call.origin,

@@ -291,6 +291,7 @@ class ToolCallFilterForm(FilterForm):
     session_key = forms.CharField(
         max_length=200, required=False, label="Session key", widget=_suggested("suggest-session_key")
     )
+    run = forms.UUIDField(required=False, label="Run", help_text="A run's id: the calls its model made.")
     since = forms.DateTimeField(required=False, label="Since (UTC)", widget=DATETIME_INPUT)
     until = forms.DateTimeField(required=False, label="Until (UTC)", widget=DATETIME_INPUT)
 

@@ -104,6 +104,7 @@ def run_approved_call(approval_id: str, tenant_id: str) -> str:
         subagent_depth=int(payload.get("subagent_depth", 0)),
         tool_allow=tuple(payload["tool_allow"]) if payload.get("tool_allow") is not None else None,
         style=payload.get("style", "flat"),
+        run_id=str(payload.get("run_id") or ""),
     )
     outcome = gateway.call(
         actor=actor,

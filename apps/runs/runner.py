@@ -697,6 +697,7 @@ def _call_tool(run: Run, actor: Actor, name: str, arguments: str) -> str | gatew
             user_id=run.user_id,
             provider=run.provider,
             subagent_depth=run.depth,
+            run_id=str(run.pk),
         ),
         wait=False,
     )

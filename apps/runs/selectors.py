@@ -171,6 +171,20 @@ def running_run(*, tenant: Tenant, session: Session) -> Run | None:
     )
 
 
+def open_run_of_agent(*, tenant: Tenant, agent: Agent, id: uuid.UUID | str) -> Run | None:
+    """The tenant's run ``id`` of ``agent`` while it is running or waiting (the run a tool call may
+    name as its own), or None."""
+    pk = _uuid(id)
+    if pk is None:
+        return None
+    return (
+        Run.objects.for_tenant(tenant)
+        .filter(pk=pk, agent=agent, status__in=[Run.Status.RUNNING, Run.Status.WAITING])
+        .only("id")
+        .first()
+    )
+
+
 def failed_run_count(
     *, tenant: Tenant, since: datetime, starters: Sequence[tuple[str, str]] | None = None
 ) -> int:

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from apps.audit.models import ToolCall
+from apps.audit.models import OUTPUT_STORE_CHARS, ToolCall
 from apps.audit.services import record_tool_call
 from apps.mcp_grants import naming as mcp_naming
 from apps.messaging.selectors import narrowed_by_topic, topic_tool_allow
@@ -160,6 +160,13 @@ def _has_nul(value: Any) -> bool:
         elif isinstance(current, list):
             stack.extend(current)
     return False
+
+
+def _run_uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value) if value else None
+    except ValueError:
+        return None
 
 
 def _storable(text: str) -> str:
@@ -557,6 +564,7 @@ def _payload(actor: Actor, request: CallRequest, call: _Call) -> dict[str, Any]:
         "subagent_depth": request.subagent_depth,
         "tool_allow": list(request.tool_allow) if request.tool_allow is not None else None,
         "style": request.style,
+        "run_id": request.run_id,
     }
 
 
@@ -654,6 +662,9 @@ def _record(
     if len(json.dumps(scrubbed_args, default=str)) > 64 * 1024:
         scrubbed_args = {"_truncated": True, "keys": sorted(_storable(str(k)) for k in args)[:50]}
     error = _storable(result.for_llm[:MAX_ERROR_CHARS]) if result.is_error else ""
+    for_user = result.for_user or ""
+    output = _storable(result.for_llm[:OUTPUT_STORE_CHARS])
+    output_for_user = _storable(for_user[:OUTPUT_STORE_CHARS]) if for_user != result.for_llm else ""
     record_tool_call(
         actor=actor,
         id=uuid.UUID(call_id),
@@ -667,7 +678,11 @@ def _record(
         error=error,
         duration_ms=duration_ms,
         for_llm_bytes=len(result.for_llm.encode()),
-        for_user_bytes=len((result.for_user or "").encode()),
+        for_user_bytes=len(for_user.encode()),
+        output=output,
+        output_for_user=output_for_user,
+        output_truncated=len(result.for_llm) > OUTPUT_STORE_CHARS or len(for_user) > OUTPUT_STORE_CHARS,
+        run_id=_run_uuid(request.run_id),
         session_key=request.session_key[:200],
         user_id=request.user_id[:200],
         channel=request.channel[:100],

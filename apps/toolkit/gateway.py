@@ -48,6 +48,7 @@ class CallRequest:
     subagent_depth: int = 0
     tool_allow: tuple[str, ...] | None = None
     style: str = "flat"  # "strap": hints are given in domain-tool form
+    run_id: str = ""  # the run whose model made the call: recorded with it, no decision depends on it
 
 
 @dataclass(frozen=True)

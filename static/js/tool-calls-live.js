@@ -24,6 +24,7 @@
     if (filters.decision && data.decision !== filters.decision) return false;
     if (filters.status && data.status !== filters.status) return false;
     if (filters.session_key && data.session_key !== filters.session_key) return false;
+    if (filters.run && data.run !== filters.run) return false;
     return true;
   }
 

@@ -137,6 +137,7 @@ class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Tenant
 class ToolCallOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
     agent = serializers.CharField(source="agent_key")
     actor = serializers.SerializerMethodField()
+    run = serializers.UUIDField(source="run_id", allow_null=True)
 
     class Meta:
         model = ToolCall
@@ -154,6 +155,7 @@ class ToolCallOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
             "for_llm_bytes",
             "for_user_bytes",
             "session_key",
+            "run",
             "user_id",
             "channel",
             "chat_id",
@@ -169,12 +171,23 @@ class ToolCallOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
         return {"kind": obj.actor_kind, "id": obj.actor_id}
 
 
+class ToolCallDetailOutput(ToolCallOutput):
+    """One call with its stored result: ``output`` as the model got it (scrubbed), ``output_for_user``
+    where the user's part differed, each at most 16,384 characters (``output_truncated`` says whether
+    either was cut)."""
+
+    class Meta(ToolCallOutput.Meta):
+        fields = [*ToolCallOutput.Meta.fields, "output", "output_for_user", "output_truncated"]
+        read_only_fields = fields
+
+
 class ToolCallFilterInput(StrictSerializer):
     agent = serializers.CharField(max_length=64, required=False)
     tool = serializers.CharField(max_length=200, required=False)
     decision = serializers.ChoiceField(choices=ToolCall.Decision.choices, required=False)
     status = serializers.ChoiceField(choices=ToolCall.Status.choices, required=False)
     session_key = serializers.CharField(max_length=200, required=False)
+    run = serializers.UUIDField(required=False)
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
     cursor = serializers.CharField(required=False)
@@ -187,24 +200,31 @@ _TOOL_CALL_FILTER_PARAMS = [
     OpenApiParameter("decision", OpenApiTypes.STR, enum=ToolCall.Decision.values),
     OpenApiParameter("status", OpenApiTypes.STR, enum=ToolCall.Status.values),
     OpenApiParameter("session_key", OpenApiTypes.STR),
+    OpenApiParameter("run", OpenApiTypes.UUID, description="the calls a run's model made"),
     OpenApiParameter("since", OpenApiTypes.DATETIME, description="inclusive"),
     OpenApiParameter("until", OpenApiTypes.DATETIME, description="exclusive"),
 ]
 
 
 @extend_schema_view(
+    list=extend_schema(parameters=_TOOL_CALL_FILTER_PARAMS),
+    retrieve=extend_schema(responses=ToolCallDetailOutput),
     export=extend_schema(
         parameters=[*_TOOL_CALL_FILTER_PARAMS, _EXPORT_FORMAT],
         responses=_EXPORT_RESPONSES,
     ),
 )
 class ToolCallViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TenantScopedViewSet):
-    """Every tool call of the tenant, newest first (members and up)."""
+    """Every tool call of the tenant, newest first (members and up); a call's own resource carries its
+    stored result."""
 
     model = ToolCall
     serializer_class = ToolCallOutput
     pagination_class = CreatedCursorPagination
     read_role = Role.MEMBER
+
+    def get_serializer_class(self) -> Any:
+        return ToolCallDetailOutput if self.action == "retrieve" else ToolCallOutput
 
     def scope_queryset(self, queryset: Any) -> Any:
         if self.action != "list":

@@ -16,13 +16,14 @@ from apps.audit.selectors import tool_call_audit_events, tool_call_get, tool_cal
 from apps.audit.services import record_export
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import ToolCallFilterForm
+from apps.runs.selectors import run_get
 from apps.sessions.models import Session
 from apps.sessions.selectors import session_by_key
 from apps.tenants.roles import Role
 
 PAGE_SIZE = 50
 # Filters a live row is checked against in the browser (time bounds are handled by when live is on).
-LIVE_FILTERS = ("agent", "tool", "decision", "status", "session_key")
+LIVE_FILTERS = ("agent", "tool", "decision", "status", "session_key", "run")
 
 
 def _filter_form(request: DashboardRequest) -> ToolCallFilterForm:
@@ -89,6 +90,7 @@ def tool_call_detail(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
     if call.session_key and call.agent is not None:
         session = session_by_key(tenant=tenant, agent=call.agent, key=call.session_key)
     approvals = [event for event in related if event.target_type == "approval"]
+    run = run_get(tenant=tenant, id=call.run_id) if call.run_id else None
     return render(
         request,
         "dashboard/tool_calls/detail.html",
@@ -96,6 +98,7 @@ def tool_call_detail(request: DashboardRequest, id: uuid.UUID) -> HttpResponse:
             "call": call,
             "related": related,
             "session": session,
+            "run": run,
             "approval": approvals[0] if approvals else None,
             "can_see_audit": request.actor.can(Role.ADMIN),
         },

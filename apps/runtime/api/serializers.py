@@ -24,6 +24,8 @@ class CallContextInput(StrictSerializer):
       too); 0 is what a call gets without it, so it can only take tools away.
     * ``tool_allow``: a final intersection with the allowed tools.
     * ``peer_kind``: recorded with team tasks the call creates; no decision depends on it.
+    * ``run``: the caller's run of this agent (an external runner's claimed run), recorded with the
+      call; a run of another agent or tenant, or one that has ended, is refused with 400.
     * ``session_key`` (the rate limit's and the MCP tool search's key), ``user_id`` (the end user the
       caller acts for: their workspace, grants and team access lists), ``wait``: not rights the request
       asserts over the caller's, but the call's own identifiers.
@@ -49,6 +51,13 @@ class CallContextInput(StrictSerializer):
         required=False,
         allow_null=True,
         default=None,
+    )
+    run = serializers.UUIDField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The run (of this agent, running or waiting) whose model made the call: recorded with "
+        "the call and shown on its page; any other run is refused (400).",
     )
     wait = serializers.BooleanField(
         required=False,

@@ -6,11 +6,13 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.policy.engine import CallScope
+from apps.runs.selectors import open_run_of_agent
 from apps.runtime import caller, pipeline
 from apps.runtime.api import serializers as s
 from apps.runtime.approval_wait import finish_after_decision
@@ -34,6 +36,7 @@ DEFAULT_CONTEXT: dict[str, Any] = {
     "origin": None,  # the caller's own
     "subagent_depth": 0,
     "tool_allow": None,
+    "run": None,
     "wait": True,
 }
 
@@ -98,6 +101,14 @@ class ExecuteView(TenantViewMixin, APIView):
         agent = access_runtime_agent(actor=self.actor, key=body["agent"])
         context = body.get("context") or DEFAULT_CONTEXT
         tool_allow = context.get("tool_allow")  # the pipeline adds the channel topic's list
+        run_id = ""
+        if context.get("run") is not None:
+            run = open_run_of_agent(tenant=self.actor.tenant, agent=agent, id=context["run"])
+            if run is None:
+                raise ValidationError(
+                    {"context": {"run": ["No running or waiting run of this agent has this id."]}}
+                )
+            run_id = str(run.pk)
         step = pipeline.call(
             actor=self.actor,
             request=gateway.CallRequest(
@@ -114,6 +125,7 @@ class ExecuteView(TenantViewMixin, APIView):
                 subagent_depth=context["subagent_depth"],
                 tool_allow=tuple(tool_allow) if tool_allow is not None else None,
                 style=body["style"],
+                run_id=run_id,
             ),
             wait=context["wait"],
         )
