@@ -60,10 +60,6 @@
     return node;
   }
 
-  function utcClock(ms) {
-    return new Date(ms).toISOString().slice(0, 19).replace("T", " ");
-  }
-
   function buildRow(data) {
     const row = document.createElement("tr");
     live.cell(row, "time-cell").append(live.timeNode(data.created_at));
@@ -136,10 +132,9 @@
       link.setAttribute("aria-disabled", "true");
     });
     if (!cell.querySelector(".expired-note")) {
-      cell.append(live.el(
-        "div", "This approval expired at " + utcClock(expires) + " UTC and was refused: nothing ran.",
-        "expired-note"
-      ));
+      const note = live.el("div", "This approval expired at ", "expired-note");
+      note.append(live.timeNode(new Date(expires).toISOString()), " and was refused: nothing ran.");
+      cell.append(note);
     }
   }
 

@@ -38,10 +38,12 @@
     });
   }
 
+  // A bucket's start in the browser's local time, as the charts' axes show it.
   function label(iso, bucketSeconds) {
     const when = new Date(iso);
-    const utc = when.toISOString();
-    return bucketSeconds >= 3600 * 6 ? utc.slice(5, 16).replace("T", " ") : utc.slice(11, 16);
+    const pad = function (n) { return String(n).padStart(2, "0"); };
+    const clock = pad(when.getHours()) + ":" + pad(when.getMinutes());
+    return bucketSeconds >= 3600 * 6 ? pad(when.getMonth() + 1) + "-" + pad(when.getDate()) + " " + clock : clock;
   }
 
   function fmt(value, digits) {
@@ -115,7 +117,7 @@
       sums.total + " call" + (sums.total === 1 ? "" : "s") + " in the last " + body.range + ": " +
       sums.ok + " ok, " + sums.error + " failed, " + sums.denied + " denied, " + sums.refused + " refused.";
     calls.dataset.total = String(sums.total);
-    fillTable(calls, ["Bucket (UTC)", "Total", "OK", "Failed", "Denied", "Refused"], nonEmpty.map(function (b) {
+    fillTable(calls, ["Bucket (local time)", "Total", "OK", "Failed", "Denied", "Refused"], nonEmpty.map(function (b) {
       return [label(b.start, body.bucket_seconds), b.total, b.ok, b.error, b.denied, b.refused];
     }));
 
@@ -132,7 +134,7 @@
     document.querySelector('[data-chart="latency"] [data-summary]').textContent = p95s.length
       ? "Highest p95 latency: " + fmt(Math.max.apply(null, p95s)) + " ms."
       : "No call ran in this range.";
-    fillTable(document.querySelector('[data-chart="latency"]'), ["Bucket (UTC)", "p50 (ms)", "p95 (ms)"],
+    fillTable(document.querySelector('[data-chart="latency"]'), ["Bucket (local time)", "p50 (ms)", "p95 (ms)"],
       nonEmpty.map(function (b) { return [label(b.start, body.bucket_seconds), fmt(b.p50_ms), fmt(b.p95_ms)]; }));
 
     draw(
@@ -144,7 +146,7 @@
     document.querySelector('[data-chart="errors"] [data-summary]').textContent = sums.total
       ? "Error rate over the range: " + fmt((sums.error / sums.total) * 100) + "% (" + sums.error + " of " + sums.total + " calls failed)."
       : "No calls in this range.";
-    fillTable(document.querySelector('[data-chart="errors"]'), ["Bucket (UTC)", "Error rate (%)"],
+    fillTable(document.querySelector('[data-chart="errors"]'), ["Bucket (local time)", "Error rate (%)"],
       nonEmpty.map(function (b) { return [label(b.start, body.bucket_seconds), fmt(b.error_rate * 100)]; }));
   }
 
@@ -223,8 +225,11 @@
         showSeries(bodies[0]);
         showTop(bodies[1]);
         showNeeds(bodies[2]);
-        const when = new Date().toISOString().slice(11, 19);
-        statusNode.textContent = "Last " + range + (config.own ? ", your own calls" : "") + ". Updated " + when + " UTC.";
+        const now = new Date();
+        const when = [now.getHours(), now.getMinutes(), now.getSeconds()].map(function (n) {
+          return String(n).padStart(2, "0");
+        }).join(":");
+        statusNode.textContent = "Last " + range + (config.own ? ", your own calls" : "") + ". Updated " + when + " (local time).";
         document.querySelector("[data-overview-needs]").dataset.loaded = "true";
         document.querySelector(".overview-charts").dataset.loadedRange = range;
       })

@@ -6,6 +6,8 @@ approvals, which never show up and cannot be decided from A.
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -326,8 +328,10 @@ def test_a_decision_after_expiry_names_the_time_in_the_pages_format_never_an_int
         shown = text[
             text.index('<ul class="messages"') : text.index("</ul>", text.index('<ul class="messages"'))
         ]
-        when = approval.expires_at.strftime("%Y-%m-%d %H:%M:%S")
-        assert f"expired at {when} UTC" in shown
+        iso = approval.expires_at.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        when = approval.expires_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+        # A <time> like every timestamp of the pages (when.js shows it in local time, UTC on hover).
+        assert f'expired at <time datetime="{iso}" title="{when} UTC">{when} UTC</time>' in shown
         assert "was refused" in shown
         assert str(approval.pk) not in shown
 

@@ -15,8 +15,10 @@ from django.contrib import messages
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
+from apps.dashboard.templatetags.when import when
 from apps.dashboard.views.confirm import confirm_action
 from apps.policy import approval_services
 from apps.policy.access import access_approval, access_rule
@@ -30,13 +32,16 @@ MAX_PENDING = 200
 
 def _refusal(approval: PendingApproval, exc: ServiceError) -> str:
     """What the page says when ``approval`` could not be decided: for one that expired, when it
-    expired (UTC, as the page shows times) and that its call was refused; the service's words else."""
+    expired (a ``<time>`` as every timestamp of the pages: local time, UTC on hover) and that its call
+    was refused; the service's words else."""
     if exc.code != ErrorCode.APPROVAL_EXPIRED:
         return exc.message
-    when = approval.expires_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-    return (
-        f"This approval of “{approval.command[:80]}” expired at {when} UTC before a decision, so it was "
-        "refused: its call was refused and nothing ran. The agent may ask again."
+    expired = approval.expires_at.astimezone(UTC)
+    return format_html(
+        "This approval of “{}” expired at {} before a decision, so it was refused: its call was refused "
+        "and nothing ran. The agent may ask again.",
+        approval.command[:80],
+        when(expired),
     )
 
 
