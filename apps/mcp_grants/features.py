@@ -12,6 +12,7 @@ whose message names the server.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar
 
@@ -53,9 +54,17 @@ def policy_name(server: MCPServer, feature: Feature) -> str:
 
 
 def _request(
-    server: MCPServer, user_id: str, send: Callable[[ClientSession, float], Awaitable[T]], what: str
+    server: MCPServer,
+    user_id: str,
+    send: Callable[[ClientSession, float], Awaitable[T]],
+    what: str,
+    within: float | None = None,
 ) -> T:
+    """``send`` on the server's session, within its timeout, or within ``within`` seconds when that is
+    shorter (connecting included: a page that lists several servers gives each a short budget)."""
     endpoint = client.endpoint_for(server, client.credential_for(server, user_id))
+    if within is not None and within < endpoint.timeout:
+        endpoint = dataclasses.replace(endpoint, timeout=within)  # the same connection: not in its key
     mgr = client.manager()
     try:
         return mgr.run(mgr.request(endpoint, send, what), endpoint.timeout + client.CONNECT_TIMEOUT + 5)
@@ -80,6 +89,7 @@ def _all_pages(
     what: str,
     page: Callable[[ClientSession, str | None], Awaitable[Any]],
     items: Callable[[Any], list[T]],
+    within: float | None = None,
 ) -> tuple[list[T], bool]:
     async def send(session: ClientSession, remaining: float) -> tuple[list[T], bool]:
         found: list[T] = []
@@ -92,14 +102,16 @@ def _all_pages(
                 break
         return found[:MAX_LISTED], bool(cursor) or len(found) > MAX_LISTED
 
-    return _request(server, user_id, send, what)
+    return _request(server, user_id, send, what, within)
 
 
 def _page(cursor: str | None) -> types.PaginatedRequestParams | None:
     return types.PaginatedRequestParams(cursor=cursor) if cursor else None
 
 
-def list_resources(server: MCPServer, user_id: str) -> tuple[list[types.Resource], bool]:
+def list_resources(
+    server: MCPServer, user_id: str, within: float | None = None
+) -> tuple[list[types.Resource], bool]:
     """The server's resources (every page, up to :data:`MAX_LISTED`), and whether some were left out."""
     return _all_pages(
         server,
@@ -107,10 +119,13 @@ def list_resources(server: MCPServer, user_id: str) -> tuple[list[types.Resource
         "resources/list",
         lambda session, cursor: session.list_resources(params=_page(cursor)),
         lambda result: list(result.resources),
+        within,
     )
 
 
-def list_resource_templates(server: MCPServer, user_id: str) -> tuple[list[types.ResourceTemplate], bool]:
+def list_resource_templates(
+    server: MCPServer, user_id: str, within: float | None = None
+) -> tuple[list[types.ResourceTemplate], bool]:
     """The server's resource templates (every page, up to :data:`MAX_LISTED`)."""
     return _all_pages(
         server,
@@ -118,6 +133,7 @@ def list_resource_templates(server: MCPServer, user_id: str) -> tuple[list[types
         "resources/templates/list",
         lambda session, cursor: session.list_resource_templates(params=_page(cursor)),
         lambda result: list(result.resource_templates),
+        within,
     )
 
 
@@ -139,7 +155,9 @@ def read_resource(server: MCPServer, user_id: str, uri: str) -> types.ReadResour
     return _request(server, user_id, send, "resources/read")
 
 
-def list_prompts(server: MCPServer, user_id: str) -> tuple[list[types.Prompt], bool]:
+def list_prompts(
+    server: MCPServer, user_id: str, within: float | None = None
+) -> tuple[list[types.Prompt], bool]:
     """The server's prompts (every page, up to :data:`MAX_LISTED`), under their own names."""
     return _all_pages(
         server,
@@ -147,6 +165,7 @@ def list_prompts(server: MCPServer, user_id: str) -> tuple[list[types.Prompt], b
         "prompts/list",
         lambda session, cursor: session.list_prompts(params=_page(cursor)),
         lambda result: list(result.prompts),
+        within,
     )
 
 

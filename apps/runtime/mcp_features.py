@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
@@ -108,6 +108,52 @@ def list_resource_templates(who: For) -> list[types.ResourceTemplate]:
             continue
         found.extend(templates)
     return found
+
+
+PAGE_BUDGET_SECONDS = 8.0  # what a page gives each server to answer, connecting included
+
+
+@dataclass
+class Listing:
+    """What the agent's servers offer it, for a page: each server asked once for all three lists, a
+    server known to be in error not asked at all, and those left out with the reason."""
+
+    resources: list[types.Resource] = field(default_factory=list)
+    templates: list[types.ResourceTemplate] = field(default_factory=list)
+    prompts: list[types.Prompt] = field(default_factory=list)
+    unreachable: list[tuple[MCPServer, str]] = field(default_factory=list)
+
+
+def page_listing(who: For, within: float = PAGE_BUDGET_SECONDS) -> Listing:
+    """The resources, resource templates and prompts the agent's visible servers offer, for a page that
+    must not wait long: a server whose status is ``error`` (its connection failed and is being retried)
+    is left out at once, and a server that fails one list is not asked the others; each request has at
+    most ``within`` seconds."""
+    listing = Listing()
+    offering_resources = visible_servers(who, "resources")
+    offering_prompts = visible_servers(who, "prompts")
+    with_resources = {server.pk for server in offering_resources}
+    with_prompts = {server.pk for server in offering_prompts}
+    servers = {server.pk: server for server in [*offering_resources, *offering_prompts]}
+    user_id = who.scope.user_id
+    for server in sorted(servers.values(), key=lambda one: one.name):
+        if server.status == MCPServer.Status.ERROR:
+            reason = str((server.last_health or {}).get("error") or "its connection failed")
+            listing.unreachable.append((server, f"not connected: {reason}"))
+            continue
+        try:
+            if server.pk in with_resources:
+                listing.resources.extend(features.list_resources(server, user_id, within)[0])
+                listing.templates.extend(features.list_resource_templates(server, user_id, within)[0])
+            if server.pk in with_prompts:
+                prompts, _ = features.list_prompts(server, user_id, within)
+                listing.prompts.extend(
+                    prompt.model_copy(update={"name": naming.registered_name(server, prompt.name)})
+                    for prompt in prompts
+                )
+        except features.FeatureError as exc:
+            listing.unreachable.append((server, str(exc)))
+    return listing
 
 
 def _template_pattern(template: str) -> re.Pattern[str]:

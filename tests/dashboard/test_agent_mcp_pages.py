@@ -6,6 +6,7 @@ nothing recorded; another tenant's agent 404; the grant's switches hide them."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,32 @@ def test_the_grant_switches_hide_them(
     assert "mcp_lib__summarize" not in page
     assert "This agent has no MCP resources." in page
     assert "This agent has no MCP prompts." in page
+
+
+def test_a_server_in_error_is_named_and_not_waited_for(
+    viewer: Client, tenant_a: Tenant, library: MCPServer
+) -> None:
+    hanging = services.server_create(
+        actor=Actor.system(tenant_a),
+        name="hang",
+        transport="stdio",
+        command=sys.executable,
+        args=[str(LIBRARY.parent / "hanging.py"), "stdio"],  # answers; in error it is not even asked
+    )
+    services.agent_grant_set(actor=Actor.system(tenant_a), server=hanging, agent=library_agent(tenant_a))
+    MCPServer.objects.for_tenant(tenant_a).filter(pk=hanging.pk).update(
+        status=MCPServer.Status.ERROR, last_health={"error": "initialize timed out"}
+    )
+    started = time.monotonic()
+
+    page = viewer.get(PAGE).content.decode()
+
+    assert time.monotonic() - started < 5  # the hanging server was not asked
+    assert "library://readme" in page  # the working server still listed
+    left_out = page[page.index("data-mcp-unreachable") :]
+    assert "<code>hang</code>" in left_out
+    assert "not connected: initialize timed out" in left_out
+
+
+def library_agent(tenant: Tenant) -> Agent:
+    return Agent.objects.for_tenant(tenant).get(key="bot")

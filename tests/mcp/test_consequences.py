@@ -174,6 +174,11 @@ def test_the_agents_mcp_page_shows_each_grants_effective_tools(client, tenant_a,
     assert page.count("data-policy-removes") == 1  # pg's grant only
     assert "Policy removes 1 of 2 tools" in page
     assert "<code>mcp_search__find</code>" in page
+    # Neither server answers: each is named with the reason, asked once (not once per list).
+    left_out = page[page.index("data-mcp-unreachable") :]
+    assert "<code>pg</code>" in left_out
+    assert "<code>search</code>" in left_out
+    assert "could not connect" in left_out
 
     # Another tenant's agent of the same key is not found.
     outsider = factories.make_user(tenant_b, Role.ADMIN, email="admin@b.test")

@@ -98,8 +98,9 @@ def _page(
     status: int = 200,
 ) -> HttpResponse:
     who = _who(request, agent)
+    listing = mcp_features.page_listing(who)
     prompts = []
-    for item in mcp_features.list_prompts(who):
+    for item in listing.prompts:
         arguments = list(item.arguments or [])[: mcp_features.MAX_PROMPT_ARGUMENTS]
         prompts.append({"prompt": item, "arguments": arguments})
     tenant = request.actor.tenant
@@ -113,11 +114,11 @@ def _page(
         {
             "agent": agent,
             "grants": grants,
-            "resources": mcp_features.list_resources(who),
+            "resources": listing.resources,
             "templates": [
-                (template, template.uri_template.split("{", 1)[0])
-                for template in mcp_features.list_resource_templates(who)
+                (template, template.uri_template.split("{", 1)[0]) for template in listing.templates
             ],
+            "unreachable": listing.unreachable,
             "prompts": prompts,
             "can_use": request.actor.can(Role.MEMBER),
             "argument_prefix": ARGUMENT_PREFIX,
