@@ -46,7 +46,10 @@ def test_a_row_opens_its_call_and_an_export_downloads_the_filtered_rows(live, tm
     services.agent_create(actor=Actor.system(tenant), key="helper", name="Helper")
     member_key = factories.make_api_key(tenant, Role.MEMBER, name="agent-loop")
     admin_key = factories.make_api_key(tenant, Role.ADMIN, name="ops")
-    wanted = [_call(tenant, tool="exec", args={"command": f"echo {i}"}, error="=cmd()") for i in range(3)]
+    wanted = [
+        _call(tenant, tool="exec", args={"command": f"echo {i}"}, error="=cmd()", output=f"out {i}")
+        for i in range(3)
+    ]
     _call(tenant, tool="read_file")
     _call(factories.make_tenant("other"), tool="exec")
     api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {member_key}"}, timeout=10)
@@ -91,6 +94,7 @@ def test_a_row_opens_its_call_and_an_export_downloads_the_filtered_rows(live, tm
             expect(page).to_have_url(f"{base}/tool-calls/{wanted[-1].pk}/")
             expect(page.get_by_role("heading", name="Tool call exec")).to_be_visible()
             expect(page.locator('[data-field="args"]')).to_contain_text('"command": "echo 2"')
+            expect(page.locator('[data-field="output"]')).to_have_text("out 2")
             shot(page, "tool-call-detail")
 
             # A live row has the same links as a rendered one.
