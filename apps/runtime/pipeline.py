@@ -31,7 +31,7 @@ import logging
 import shlex
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -48,12 +48,13 @@ from apps.runtime.ratelimit import check_rate_limit
 from apps.secure_cli.execution import routes_credentialed
 from apps.tenants import metrics, tracing
 from apps.tenants.actors import Actor
-from apps.tenants.selectors import setting_secrets_for_call
+from apps.tenants.models import Tenant
+from apps.tenants.selectors import setting_secrets_for_call, tenant_status
 from apps.toolkit import context as call_context
 from apps.toolkit import providers, runtime_settings, safeguard, strap, workspace
 from apps.toolkit.context import CallContext
 from apps.toolkit.gateway import CallOutcome, CallRequest, Decided
-from apps.toolkit.processes import SAFE_PATH
+from apps.toolkit.processes import SAFE_PATH, stopped_when
 from apps.toolkit.registry import implementation
 from apps.toolkit.results import ToolResult
 from apps.toolkit.scrubber import Scrubber
@@ -103,11 +104,26 @@ def _arguments(
     return providers.schema_error(name, schema, args), args
 
 
+def _tenant_stop(tenant_id: Any) -> Callable[[], str]:
+    """The stop check of a call's programs: a reason once its tenant is suspended or deleted (a
+    suspension made by any process, on any host, reaches the processes this one runs)."""
+
+    def check() -> str:
+        status = tenant_status(tenant_id)
+        if status is None:
+            return "the tenant was deleted"
+        return "the tenant was suspended" if status == Tenant.Status.SUSPENDED else ""
+
+    return check
+
+
 def _run(name: str, call_id: str, function: Any, ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     """Step 7: the tool runs; a tool's exception, or an answer that is not a result, becomes an error
-    result (a tool bug must not break the agent loop)."""
+    result (a tool bug must not break the agent loop). Any program it starts is stopped should the
+    tenant be suspended meanwhile."""
     try:
-        result = function(ctx, args)
+        with stopped_when(_tenant_stop(ctx.tenant.pk)):
+            result = function(ctx, args)
     except OSError as exc:
         if workspace.disk_full(exc):
             logger.error("tool %s: the workspace's disk is full", name, extra={"call_id": call_id})

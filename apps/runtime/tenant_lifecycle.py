@@ -6,6 +6,9 @@ Suspension keeps every row and stops everything the tenant has running or could 
   the MCP endpoint and the dashboard; its websockets are closed (and new ones refused);
 - its queued, running and waiting runs are cancelled (a waiting run's approval is withdrawn);
 - its sandbox containers are removed;
+- the programs its calls are running (jailed, or on the host where that is allowed) are killed with their
+  process groups by the process that runs them, within ``STOP_CHECK_SECONDS`` (2), on any host
+  (``apps.toolkit.processes.stopped_when``); the call answers that the tenant was suspended;
 - its MCP server connections are dropped and their processes stopped, by every process at its next health
   check (``TOOLGATE_MCP_HEALTH_SECONDS``), and in this process at once;
 - its scheduled jobs are skipped (each firing recorded as skipped) and the team ticker passes it by.

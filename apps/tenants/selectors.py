@@ -131,3 +131,8 @@ def platform_tenant_get(*, slug: str) -> Tenant | None:
 
 def platform_events_recent(*, limit: int = 20) -> list[PlatformEvent]:
     return list(PlatformEvent.objects.order_by("-created_at")[:limit])
+
+
+def tenant_status(tenant_id: Any) -> str | None:
+    """The tenant's status now (read from the database, never cached), or None once it is deleted."""
+    return Tenant.objects.filter(pk=tenant_id).values_list("status", flat=True).first()

@@ -15,7 +15,9 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -38,6 +40,24 @@ _READ_CHUNK = 64 * 1024
 _DRAIN_AFTER_EXIT_SECONDS = 0.5
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+# While a program runs, the call it runs for may be told to stop (its tenant suspended): a check that
+# answers "" to go on, or the reason to stop, asked every STOP_CHECK_SECONDS by run_process.
+StopCheck = Callable[[], str]
+STOP_CHECK_SECONDS = 2.0
+_stop_check: ContextVar[StopCheck | None] = ContextVar("toolgate_stop_check", default=None)
+
+
+@contextmanager
+def stopped_when(check: StopCheck) -> Iterator[None]:
+    """Every program :func:`run_process` runs within this block (in this context) is killed with its
+    whole process group as soon as ``check`` gives a reason."""
+    token = _stop_check.set(check)
+    try:
+        yield
+    finally:
+        _stop_check.reset(token)
+
 
 # Seed 003 ``sanitizedEnv()``: names stripped whatever their origin, plus whole prefixes.
 ENV_STRIP_NAMES = frozenset(
@@ -114,6 +134,7 @@ class RunOutcome:
     stderr: Capture
     timed_out: bool
     seconds: float
+    stopped: str = ""  # why it was stopped before its end (its call's tenant suspended), if it was
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -175,10 +196,13 @@ def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeout: flo
 
 def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float) -> RunOutcome:
     """Run the program ``argv`` names (no shell) in its own session and process group, stdin closed,
-    each output stream kept up to 1 MiB, the whole group killed at the timeout or when leftovers
-    outlive it."""
+    each output stream kept up to 1 MiB, the whole group killed at the timeout, when leftovers outlive
+    it, or when the context's stop check (:func:`stopped_when`) gives a reason."""
     started = time.monotonic()
     deadline = started + timeout
+    stop_check = _stop_check.get()
+    next_check = started + STOP_CHECK_SECONDS
+    stopped = ""
     # A tenant's program reaches this only as the jail's argv (apps.toolkit.jail.run) or in host mode,
     # which exists only where the operator sets TOOLGATE_ALLOW_HOST_EXEC (apps.sandbox.placement).
     process = subprocess.Popen(
@@ -213,6 +237,11 @@ def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
                 exited_at = now
             if exited_at is not None and now - exited_at > _DRAIN_AFTER_EXIT_SECONDS:
                 break  # the shell is done; only leftover background processes hold the pipes
+            if stop_check is not None and now >= next_check:
+                next_check = now + STOP_CHECK_SECONDS
+                stopped = stop_check()
+                if stopped:
+                    break
             wait = min(deadline - now, 0.1 if exited_at is not None else 0.5)
             for key, _ in selector.select(timeout=wait):
                 # One read of what is there (never blocks after select); memory stays capped.
@@ -221,7 +250,7 @@ def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
                     key.data.add(data)
                 else:
                     selector.unregister(key.fileobj)
-        if timed_out:
+        if timed_out or stopped:
             _kill_group(pgid, process)
         elif process.poll() is None:
             # Pipes closed but the shell has not exited yet (it closed its outputs): wait the rest.
@@ -242,11 +271,12 @@ def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
             _signal_group(pgid, signal.SIGKILL)
             process.wait()
     return RunOutcome(
-        exit_code=None if timed_out else process.returncode,
+        exit_code=None if timed_out or stopped else process.returncode,
         stdout=stdout,
         stderr=stderr,
         timed_out=timed_out,
         seconds=time.monotonic() - started,
+        stopped=stopped,
     )
 
 
@@ -262,7 +292,9 @@ def format_outcome(outcome: RunOutcome, timeout: int, *, timeout_hint: str = TIM
         parts.append("STDERR:\n" + stderr.rstrip("\n"))
     if outcome.stderr.truncated:
         parts.append("[stderr truncated at 1MB]")
-    if outcome.timed_out:
+    if outcome.stopped:
+        parts.append(f"[command stopped and killed with all its processes: {outcome.stopped}]")
+    elif outcome.timed_out:
         parts.append(
             f"[command timed out after {timeout}s and was killed with all its processes; {timeout_hint}]"
         )
@@ -279,11 +311,12 @@ def outcome_result(ctx: CallContext, outcome: RunOutcome, text: str, cwd: Path, 
         **extra,
         "exit_code": outcome.exit_code,
         "timed_out": outcome.timed_out,
+        **({"stopped": outcome.stopped} if outcome.stopped else {}),
         "stdout_truncated": outcome.stdout.truncated,
         "stderr_truncated": outcome.stderr.truncated,
         "cwd": relative_to_workspace(cwd, ctx.workspace),
         "duration_ms": round(outcome.seconds * 1000),
     }
-    if outcome.timed_out or outcome.exit_code != 0:
+    if outcome.timed_out or outcome.stopped or outcome.exit_code != 0:
         return ToolResult.error(text, **data)
     return ToolResult.ok(text, **data)
