@@ -147,6 +147,17 @@ class QuotaExceeded(exceptions.APIException):
         self.envelope_details: dict[str, Any] = {"quota": name, "limit": limit, "retry_after": wait}
 
 
+def api_request_refusal(tenant: Tenant) -> QuotaExceeded | None:
+    """Count one request against the tenant's ``api_requests_per_minute``: the refusal once it is
+    reached (REST and the MCP endpoint count alike), else None."""
+    wait = take_rate(tenant, "api_requests_per_minute")
+    if wait is None:
+        return None
+    return QuotaExceeded(
+        "api_requests_per_minute", quotas.limit(tenant, "api_requests_per_minute").value, wait
+    )
+
+
 class TenantApiQuota(BaseThrottle):
     """The ``api_requests_per_minute`` quota of the request's tenant, for every authenticated REST request
     (API keys and dashboard sessions alike)."""
@@ -155,9 +166,7 @@ class TenantApiQuota(BaseThrottle):
         actor = request.auth
         if not isinstance(actor, Actor):
             return True
-        wait = take_rate(actor.tenant, "api_requests_per_minute")
-        if wait is None:
+        refusal = api_request_refusal(actor.tenant)
+        if refusal is None:
             return True
-        raise QuotaExceeded(
-            "api_requests_per_minute", quotas.limit(actor.tenant, "api_requests_per_minute").value, wait
-        )
+        raise refusal

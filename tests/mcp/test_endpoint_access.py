@@ -5,11 +5,13 @@ call), and hostile input (query parameters, body size, Host and Origin, tool nam
 from __future__ import annotations
 
 import asyncio
+from io import StringIO
 from typing import Any
 
 import httpx
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 from mcp.shared.exceptions import MCPError
 
 from apps.accounts import services
@@ -241,3 +243,20 @@ def test_post_and_the_update_stream_are_served_after_authentication(base, keys):
             assert stream.status_code == 200
             assert stream.headers["content-type"] == "text/event-stream"
             assert next(stream.iter_lines()) == ": updates"
+
+
+def test_the_tenants_request_quota_counts_mcp_requests_like_rest_ones(base, tenant_a, keys):
+    call_command("set_quota", "tenant-a", "api_requests_per_minute", "3", stdout=StringIO())
+    url = endpoint(base)
+
+    assert [post(url, INITIALIZE, key=keys["member"]).status_code for _ in range(3)] == [200, 200, 200]
+    refused = post(url, CALL, key=keys["member"])
+
+    message = rpc_error(refused, 429, "quota_exceeded")
+    assert "api_requests_per_minute" in message
+    assert refused.json()["error"]["data"]["details"]["quota"] == "api_requests_per_minute"
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+    assert not ToolCall.objects.for_tenant(tenant_a).exists()  # nothing ran
+    with rest(base, keys["viewer"]) as client:  # one count for the tenant, whatever the door
+        assert client.get("/api/v1/me/").status_code == 429
+    assert post(endpoint(base, "other"), INITIALIZE, key=keys["outsider"]).status_code == 200
