@@ -1,5 +1,7 @@
 """Noisy neighbour: tenant B's normal mix alone, then with tenant A driving tool calls far above its
-quota at the same time, over one real daphne, in one run (``python -m bench --only-noisy-neighbour``).
+quota at the same time, over one real daphne, in one run (``python -m bench --only-noisy-neighbour``):
+first straight to daphne, then through HAProxy with the deployed frontend's quota gate
+(``bench.load_balancer``), as Toolgate is deployed.
 
 B's mix: 4 clients, each looping over ``POST /runtime/execute`` (datetime), ``GET /agents/<key>/tools``
 and ``GET /me/`` with a 20 ms pause between requests (a busy agent loop, not a flood). A: ``wrk`` (a C
@@ -32,6 +34,7 @@ from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
 from apps.tenants.roles import Role
 from bench import http_execute
+from bench.load_balancer import load_balancer
 from bench.web_workers import wrk_script
 
 QUIET_CLIENTS = 4
@@ -177,34 +180,32 @@ def _shared_phase(base: str, quiet_key: str, noisy_key: str, seconds: float) -> 
     return mix, _counts(output)
 
 
-def run(*, db_name: str, seconds: float) -> list[str]:
-    if shutil.which("wrk") is None:
-        raise RuntimeError("bench.noisy_neighbour needs wrk (Debian: apt-get install wrk)")
-    noisy_key, quiet_key = seed()
-    process, base = http_execute.start_daphne(db_name)
-    try:
-        asyncio.run(_phase(base, quiet_key, 2.0))  # warm up connections, caches, the thread pool
-        alone = asyncio.run(_phase(base, quiet_key, seconds))
-        spent = asyncio.run(_spend(base, noisy_key))
-        shared, flood = _shared_phase(base, quiet_key, noisy_key, seconds)
-    finally:
-        http_execute.stop_daphne(process)
+@dataclass
+class Measured:
+    way: str
+    alone: Mix
+    shared: Mix
+    flood: Flood
+    spent: Flood
+
+
+def _measure(way: str, base: str, noisy_key: str, quiet_key: str, seconds: float) -> Measured:
+    asyncio.run(_phase(base, quiet_key, 2.0))  # warm up connections, caches, the thread pool
+    alone = asyncio.run(_phase(base, quiet_key, seconds))
+    spent = asyncio.run(_spend(base, noisy_key))
+    shared, flood = _shared_phase(base, quiet_key, noisy_key, seconds)
+    return Measured(way=way, alone=alone, shared=shared, flood=flood, spent=spent)
+
+
+def _report(measured: Measured, seconds: float) -> list[str]:
+    alone, shared, flood = measured.alone, measured.shared, measured.flood
     p50_ratio = shared.percentile(0.5) / alone.percentile(0.5)
     p95_ratio = shared.percentile(0.95) / alone.percentile(0.95)
     verdict = "meets" if p95_ratio <= GOAL_P95_RATIO and flood.server_errors == 0 else "misses"
     sent = flood.allowed + flood.refused + flood.other + flood.server_errors
-    header = (
-        f"Noisy neighbour, one daphne process, {seconds:g} s per phase: tenant B {QUIET_CLIENTS} clients "
-        f"(execute / tools / me, {PAUSE_SECONDS * 1000:g} ms pause); tenant A {NOISY_CLIENTS} clients of "
-        f"execute with no pause, quotas {NOISY_QUOTAS}, spent before the measured phase "
-        f"({spent.allowed} allowed, {spent.refused} refused)."
-    )
-    outcome = (
-        f"A: {sent} sent ({sent / seconds:,.0f}/s): {flood.allowed} allowed, {flood.refused} refused with "
-        f"quota_exceeded, {flood.server_errors} server errors, {flood.other} other answers."
-    )
     return [
-        header,
+        f"**{measured.way}** (A's quota spent first: {measured.spent.allowed} allowed, "
+        f"{measured.spent.refused} refused)",
         "",
         "| tenant B | requests | p50 ms | p95 ms | errors |",
         "| --- | ---: | ---: | ---: | ---: |",
@@ -213,7 +214,30 @@ def run(*, db_name: str, seconds: float) -> list[str]:
         f"| with A flooding | {len(shared.latencies)} | {statistics.median(shared.latencies):.1f} "
         f"| {shared.percentile(0.95):.1f} | {shared.errors} |",
         "",
-        f"B with A / B alone: p50 {p50_ratio:.2f}x, p95 {p95_ratio:.2f}x (goal p95 <= {GOAL_P95_RATIO}x).",
-        outcome,
-        f"Verdict: {verdict} the goal (B's p95 within {GOAL_P95_RATIO}x, 0 server errors for A).",
+        f"B with A / B alone: p50 {p50_ratio:.2f}x, p95 {p95_ratio:.2f}x (goal p95 <= {GOAL_P95_RATIO}x). "
+        f"A: {sent} sent ({sent / seconds:,.0f}/s): {flood.allowed} allowed, {flood.refused} refused with "
+        f"quota_exceeded, {flood.server_errors} server errors, {flood.other} other answers. "
+        f"Verdict: {verdict} the goal.",
+        "",
     ]
+
+
+def run(*, db_name: str, seconds: float) -> list[str]:
+    if shutil.which("wrk") is None:
+        raise RuntimeError("bench.noisy_neighbour needs wrk (Debian: apt-get install wrk)")
+    noisy_key, quiet_key = seed()
+    process, base = http_execute.start_daphne(db_name)
+    try:
+        direct = _measure("Straight to daphne", base, noisy_key, quiet_key, seconds)
+        with load_balancer([base.removeprefix("http://")]) as balanced:
+            gated = _measure(
+                "Through HAProxy with the deployed quota gate", balanced, noisy_key, quiet_key, seconds
+            )
+    finally:
+        http_execute.stop_daphne(process)
+    header = (
+        f"Noisy neighbour, one daphne process, {seconds:g} s per phase: tenant B {QUIET_CLIENTS} clients "
+        f"(execute / tools / me, {PAUSE_SECONDS * 1000:g} ms pause); tenant A {NOISY_CLIENTS} clients of "
+        f"execute with no pause (wrk), quotas {NOISY_QUOTAS}, spent before each measured phase."
+    )
+    return [header, "", *_report(direct, seconds), *_report(gated, seconds)]

@@ -132,6 +132,9 @@ def tool_call_refusal(tenant: Tenant) -> str | None:
     )
 
 
+QUOTA_HEADER = "X-Toolgate-Quota"
+
+
 class QuotaExceeded(exceptions.APIException):
     """429 ``quota_exceeded`` naming the quota, with ``Retry-After`` (the error handler sets it from
     ``wait``)."""
@@ -145,6 +148,9 @@ class QuotaExceeded(exceptions.APIException):
         )
         self.wait = wait
         self.envelope_details: dict[str, Any] = {"quota": name, "limit": limit, "retry_after": wait}
+        # Which quota refused: the load balancer's quota gate (deploy/images/haproxy/haproxy.cfg) answers
+        # a key refused for api_requests_per_minute itself for a moment, before any web process.
+        self.response_headers = {QUOTA_HEADER: name}
 
 
 def api_request_refusal(tenant: Tenant) -> QuotaExceeded | None:

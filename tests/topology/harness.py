@@ -28,6 +28,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.load_balancer import quota_gate_lines
 from tests.pg_server import SYSTEM_USER, StandalonePostgres
 from tests.processes import free_port
 from tests.redis_server import RedisServer
@@ -146,6 +147,7 @@ class HAProxy:
                     "    http-reuse never",
                     "frontend toolgate",
                     f"    bind 127.0.0.1:{self.port}",
+                    *quota_gate_lines(),  # the deployed frontend's
                     "    default_backend nodes",
                     "backend nodes",
                     "    balance roundrobin",

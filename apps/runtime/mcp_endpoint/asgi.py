@@ -55,7 +55,7 @@ from apps.mcp_grants import subscriptions
 from apps.policy.engine import CallScope
 from apps.runtime import caller
 from apps.runtime.mcp_endpoint import relay, server
-from apps.runtime.quota_limits import api_request_refusal
+from apps.runtime.quota_limits import QUOTA_HEADER, api_request_refusal
 from apps.tenants import database
 from apps.tenants.access import access_runtime_agent
 from apps.tenants.api.parsers import strict_json
@@ -86,6 +86,7 @@ class Refusal:
     message: str
     details: dict[str, Any]
     retry_after: int = 0  # seconds, sent as Retry-After (a quota's 429)
+    quota: str = ""  # the quota that refused, sent as X-Toolgate-Quota
 
 
 class _HeaderRequest:
@@ -126,7 +127,14 @@ def _identify(
     actor = authenticated[1]
     over = api_request_refusal(actor.tenant)  # counted like a REST request
     if over is not None:
-        return Refusal(429, str(over.default_code), str(over.detail), over.envelope_details, over.wait)
+        return Refusal(
+            429,
+            str(over.default_code),
+            str(over.detail),
+            over.envelope_details,
+            over.wait,
+            "api_requests_per_minute",
+        )
     try:
         agent = access_runtime_agent(actor=actor, key=agent_key)
     except Http404:
@@ -321,6 +329,8 @@ async def _refuse(
         headers.append((b"retry-after", b"5"))
     if refusal.retry_after:
         headers.append((b"retry-after", str(refusal.retry_after).encode()))
+    if refusal.quota:
+        headers.append((QUOTA_HEADER.lower().encode(), refusal.quota.encode()))
     await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

@@ -72,6 +72,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
     if getattr(exc, "wait", None):
         headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
+    headers.update(getattr(exc, "response_headers", None) or {})
     code = {
         exceptions.ValidationError: ErrorCode.INVALID,
         exceptions.ParseError: ErrorCode.MALFORMED_JSON,
