@@ -5,13 +5,13 @@ first straight to daphne, then through HAProxy with the deployed frontend's quot
 
 B's mix: 4 clients, each looping over ``POST /runtime/execute`` (datetime), ``GET /agents/<key>/tools``
 and ``GET /me/`` with a 20 ms pause between requests (a busy agent loop, not a flood). A: ``wrk`` (a C
-client in a process of its own, so that A's flood does not slow B's client), 16 connections with no
-pause, ``POST /runtime/execute`` only, with ``tool_calls_per_minute`` at 60 and
-``api_requests_per_minute`` at 120. Before the measured phase A floods until its quota is spent: a
-per-minute quota first allows its minute's worth at once, and the steady state of a tenant far above
-its quota is refusals. Reported: B's p50 and p95 alone and with A, their ratios (goal: p95 within
-1.5x), and A's outcome: calls allowed, refused cleanly (429 ``quota_exceeded``, or an error result
-naming the quota) and server errors (goal: 0).
+client in a process of its own, so that A's flood does not slow B's client), 16 connections paced at
+1,000 requests a second in all (500 times A's request quota), ``POST /runtime/execute`` only, with
+``tool_calls_per_minute`` at 60 and ``api_requests_per_minute`` at 120. Before the measured phase A
+floods until its quota is spent: a per-minute quota first allows its minute's worth at once, and the
+steady state of a tenant far above its quota is refusals. Reported: B's p50 and p95 alone and with A,
+their ratios (goal: p95 within 1.5x), and A's outcome: calls allowed, refused cleanly (429
+``quota_exceeded``, or an error result naming the quota) and server errors (goal: 0).
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ from bench.web_workers import wrk_script
 
 QUIET_CLIENTS = 4
 NOISY_CLIENTS = 16
+# A's pace: 1,000 requests a second is 500 times its request quota (120 a minute). Paced rather than
+# unbounded, so that the flood's generator (wrk, on this same 2-core machine) does not itself take the
+# CPU B needs: an attacker's load generator runs on its own machines.
+NOISY_RATE = 1000
 PAUSE_SECONDS = 0.02
 GOAL_P95_RATIO = 1.5
 NOISY_QUOTAS = {"tool_calls_per_minute": 60, "api_requests_per_minute": 120}
@@ -131,8 +135,9 @@ def _flood_command(base: str, key: str, seconds: float, script: str) -> list[str
 
 def _flood_script(key: str) -> str:
     lua = wrk_script("/api/v1/runtime/execute", {"agent": "bot", "tool": "datetime", "args": {}}, key)
+    pace = f"function delay() return {NOISY_CLIENTS * 1000 // NOISY_RATE} end"  # ms per connection
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
-        handle.write(lua + "\n" + WRK_COUNTER)
+        handle.write(lua + "\n" + WRK_COUNTER + "\n" + pace)
     return handle.name
 
 
@@ -237,7 +242,8 @@ def run(*, db_name: str, seconds: float) -> list[str]:
         http_execute.stop_daphne(process)
     header = (
         f"Noisy neighbour, one daphne process, {seconds:g} s per phase: tenant B {QUIET_CLIENTS} clients "
-        f"(execute / tools / me, {PAUSE_SECONDS * 1000:g} ms pause); tenant A {NOISY_CLIENTS} clients of "
-        f"execute with no pause (wrk), quotas {NOISY_QUOTAS}, spent before each measured phase."
+        f"(execute / tools / me, {PAUSE_SECONDS * 1000:g} ms pause); tenant A {NOISY_CLIENTS} connections "
+        f"of execute paced at {NOISY_RATE:,} requests a second at most (wrk), quotas {NOISY_QUOTAS}, spent "
+        "before each measured phase."
     )
     return [header, "", *_report(direct, seconds), *_report(gated, seconds)]
