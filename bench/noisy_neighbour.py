@@ -194,11 +194,23 @@ class Measured:
     spent: Flood
 
 
+ROUNDS = 3  # alone and shared phases alternate, so that the machine's drift falls on both alike
+
+
 def _measure(way: str, base: str, noisy_key: str, quiet_key: str, seconds: float) -> Measured:
+    """B alone and B with A, ``ROUNDS`` times each, alternating, over ``seconds`` in all per side."""
     asyncio.run(_phase(base, quiet_key, 2.0))  # warm up connections, caches, the thread pool
-    alone = asyncio.run(_phase(base, quiet_key, seconds))
     spent = asyncio.run(_spend(base, noisy_key))
-    shared, flood = _shared_phase(base, quiet_key, noisy_key, seconds)
+    alone, shared, flood = Mix(), Mix(), Flood()
+    for _ in range(ROUNDS):
+        one = asyncio.run(_phase(base, quiet_key, seconds / ROUNDS))
+        alone.latencies += one.latencies
+        alone.errors += one.errors
+        mix, part = _shared_phase(base, quiet_key, noisy_key, seconds / ROUNDS)
+        shared.latencies += mix.latencies
+        shared.errors += mix.errors
+        for name in ("allowed", "refused", "server_errors", "other"):
+            setattr(flood, name, getattr(flood, name) + getattr(part, name))
     return Measured(way=way, alone=alone, shared=shared, flood=flood, spent=spent)
 
 
@@ -220,8 +232,9 @@ def _report(measured: Measured, seconds: float) -> list[str]:
         f"| {shared.percentile(0.95):.1f} | {shared.errors} |",
         "",
         f"B with A / B alone: p50 {p50_ratio:.2f}x, p95 {p95_ratio:.2f}x (goal p95 <= {GOAL_P95_RATIO}x). "
-        f"A: {sent} sent ({sent / seconds:,.0f}/s): {flood.allowed} allowed, {flood.refused} refused with "
-        f"quota_exceeded, {flood.server_errors} server errors, {flood.other} other answers. "
+        f"A: {sent} sent ({sent / (seconds + ROUNDS):,.0f}/s): {flood.allowed} allowed, "
+        f"{flood.refused} refused with quota_exceeded, {flood.server_errors} server errors, "
+        f"{flood.other} other answers. "
         f"Verdict: {verdict} the goal.",
         "",
     ]
@@ -241,7 +254,8 @@ def run(*, db_name: str, seconds: float) -> list[str]:
     finally:
         http_execute.stop_daphne(process)
     header = (
-        f"Noisy neighbour, one daphne process, {seconds:g} s per phase: tenant B {QUIET_CLIENTS} clients "
+        f"Noisy neighbour, one daphne process, B alone and B with A {seconds:g} s each, in {ROUNDS} "
+        f"alternating rounds: tenant B {QUIET_CLIENTS} clients "
         f"(execute / tools / me, {PAUSE_SECONDS * 1000:g} ms pause); tenant A {NOISY_CLIENTS} connections "
         f"of execute paced at {NOISY_RATE:,} requests a second at most (wrk), quotas {NOISY_QUOTAS}, spent "
         "before each measured phase."
