@@ -351,6 +351,9 @@ TOOLGATE_QUOTA_DEFAULTS = {
     "workspace_bytes": env_int("TOOLGATE_QUOTA_WORKSPACE_BYTES", 5 * 1024**3),
     "memory_chunks": env_int("TOOLGATE_QUOTA_MEMORY_CHUNKS", 200_000),
 }
+# How long a measurement of a tenant's workspace bytes is kept (in the shared cache, so one process's
+# measurement serves every process) before the tree is walked again.
+TOOLGATE_WORKSPACE_MEASURE_SECONDS = env_int("TOOLGATE_WORKSPACE_MEASURE_SECONDS", 30, minimum=1)
 # A server's tool discovery that failed is tried again after this many seconds, doubling after each
 # failure up to the maximum, until it succeeds (django-q2's scheduler starts a due retry within 30 s).
 TOOLGATE_MCP_DISCOVERY_RETRY_SECONDS = env_int("TOOLGATE_MCP_DISCOVERY_RETRY_SECONDS", 5, minimum=1)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 
 from apps.mcp_grants.models import MCPServer
@@ -19,8 +20,6 @@ from apps.tenants import quotas
 from apps.tenants.models import Agent, Tenant
 from apps.toolkit.workspace import workspace_root
 
-# Walking a big workspace tree costs; its size is kept this long (shared by every process).
-WORKSPACE_BYTES_SECONDS = 30
 # The tools that add files to a workspace: refused while the tenant is over its workspace_bytes quota.
 WORKSPACE_WRITERS = frozenset(
     {"write_file", "edit", "exec", "credentialed_exec", "create_image", "create_audio", "create_video", "tts"}
@@ -61,7 +60,8 @@ def workspace_bytes(tenant: Tenant, *, fresh: bool = False) -> int:
                 total += (Path(directory) / name).lstat().st_size
             except OSError:
                 continue  # removed meanwhile
-    cache.set(key, total, WORKSPACE_BYTES_SECONDS)
+    # Walking a big tree costs: its size is kept (shared by every process) TOOLGATE_WORKSPACE_MEASURE_SECONDS.
+    cache.set(key, total, settings.TOOLGATE_WORKSPACE_MEASURE_SECONDS)
     return total
 
 

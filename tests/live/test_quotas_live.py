@@ -5,6 +5,7 @@ requests split between them, even at the same moment, never pass a limit; a quot
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from io import StringIO
 from typing import Any
@@ -23,7 +24,7 @@ from apps.tenants.errors import ServiceError
 from apps.tenants.roles import Role
 from tests import factories
 from tests.mcp.live_servers import stdio_fields
-from tests.processes import wait_until
+from tests.processes import LiveProcesses, wait_until
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
@@ -162,3 +163,47 @@ def test_count_quotas_hold_when_two_processes_create_at_the_same_moment(live, da
         set_quota("memory_chunks", "4")
         assert there(remote.put("/api/v1/agents/bot/memory/memory/b.md", json={"content": two})) == 1
     pool.shutdown()
+
+
+@pytest.fixture
+def quick_measure(live: LiveProcesses, settings: Any) -> Iterator[str]:
+    """daphne measuring workspaces every second, as this process does during the test."""
+    settings.TOOLGATE_WORKSPACE_MEASURE_SECONDS = 1
+    live.stop_all()  # the session's daphne measures every 30 s; later tests start it again
+    processes = LiveProcesses(
+        db_name=connections["default"].settings_dict["NAME"],
+        extra_env={"TOOLGATE_WORKSPACE_MEASURE_SECONDS": "1"},
+        label="measure-",
+    )
+    try:
+        yield processes.daphne()
+    finally:
+        processes.stop_all()
+
+
+def test_workspace_bytes_hold_across_processes_and_a_raise_applies(quick_measure, tenant_a):
+    accounts.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
+    raw = factories.make_api_key(tenant_a, Role.MEMBER)
+    local = factories.key_client(raw)
+    set_quota("workspace_bytes", "1000")
+
+    def write(client: Any, path: str, size: int) -> dict[str, Any]:
+        body = {"agent": "bot", "tool": "write_file", "args": {"path": path, "content": "x" * size}}
+        if isinstance(client, httpx.Client):
+            return dict(client.post("/api/v1/runtime/execute", json=body).json())
+        return dict(client.post("/api/v1/runtime/execute", body, format="json").json())
+
+    with httpx.Client(
+        base_url=quick_measure, headers={"Authorization": f"Bearer {raw}"}, timeout=30
+    ) as remote:
+        assert write(remote, "big.txt", 1500)["is_error"] is False  # daphne writes past the quota
+        time.sleep(1.2)  # the measurement either process made before the write has lapsed
+        here_refused = write(local, "more.txt", 10)  # this process sees what daphne wrote
+        assert here_refused["is_error"] is True
+        assert "workspace_bytes" in here_refused["for_llm"]
+        there_refused = write(remote, "more.txt", 10)
+        assert there_refused["is_error"] is True
+        assert "workspace_bytes" in there_refused["for_llm"]
+        set_quota("workspace_bytes", "100000")  # applies at once: the limit is read from the tenant row
+        assert write(remote, "more.txt", 10)["is_error"] is False
+        assert write(local, "again.txt", 10)["is_error"] is False
