@@ -35,6 +35,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from django.db import DatabaseError
+
 from apps.audit.models import OUTPUT_STORE_CHARS, ToolCall
 from apps.audit.services import record_tool_call
 from apps.mcp_grants import naming as mcp_naming
@@ -109,7 +111,10 @@ def _tenant_stop(tenant_id: Any) -> Callable[[], str]:
     suspension made by any process, on any host, reaches the processes this one runs)."""
 
     def check() -> str:
-        status = tenant_status(tenant_id)
+        try:
+            status = tenant_status(tenant_id)
+        except DatabaseError:  # the database away for a moment: the command goes on (its timeout holds)
+            return ""
         if status is None:
             return "the tenant was deleted"
         return "the tenant was suspended" if status == Tenant.Status.SUSPENDED else ""
