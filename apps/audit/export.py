@@ -102,10 +102,17 @@ def csv_cell(value: Any) -> str:
 
 
 def stream(
-    queryset: QuerySet[Any], *, fmt: str, columns: list[str], to_row: Callable[[Any], dict[str, Any]]
+    queryset: QuerySet[Any],
+    *,
+    fmt: str,
+    columns: list[str],
+    to_row: Callable[[Any], dict[str, Any]],
+    on_finish: Callable[[int, bool], None] | None = None,
 ) -> Iterator[str]:
-    """The rows of ``queryset`` (at most ``EXPORT_LIMIT``) in ``fmt``, a chunk of text at a time."""
+    """The rows of ``queryset`` (at most ``EXPORT_LIMIT``) in ``fmt``, a chunk of text at a time; once
+    every row is written, ``on_finish(rows, truncated)`` (not for a download given up half-way)."""
     truncated = False
+    written = 0
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     if fmt == "csv":
@@ -116,6 +123,7 @@ def stream(
             truncated = True
             break
         row = to_row(obj)
+        written += 1
         if fmt == "csv":
             writer.writerow([csv_cell(row[name]) for name in columns])
         else:
@@ -130,6 +138,8 @@ def stream(
             yield _take(buffer)
         else:
             yield json.dumps({"truncated": True, "limit": EXPORT_LIMIT}) + "\n"
+    if on_finish is not None:
+        on_finish(written, truncated)
 
 
 def _take(buffer: io.StringIO) -> str:
@@ -167,11 +177,19 @@ async def _async_stream(chunks: Iterator[str]) -> AsyncIterator[str]:
         yield batch
 
 
-def response(queryset: QuerySet[Any], *, log: str, fmt: str, asynchronous: bool) -> StreamingHttpResponse:
+def response(
+    queryset: QuerySet[Any],
+    *,
+    log: str,
+    fmt: str,
+    asynchronous: bool,
+    on_finish: Callable[[int, bool], None] | None = None,
+) -> StreamingHttpResponse:
     """A download of ``queryset``'s rows of ``log`` in ``fmt``, streamed (``asynchronous``: for an ASGI
-    request, where a sync iterator would be read whole before the first byte is sent)."""
+    request, where a sync iterator would be read whole before the first byte is sent); ``on_finish`` as
+    for :func:`stream` (called in the thread that reads the rows)."""
     columns, to_row = LOGS[log]
-    chunks = stream(queryset, fmt=fmt, columns=columns, to_row=to_row)
+    chunks = stream(queryset, fmt=fmt, columns=columns, to_row=to_row, on_finish=on_finish)
     result = StreamingHttpResponse(
         _async_stream(chunks) if asynchronous else chunks, content_type=FORMATS[fmt]
     )

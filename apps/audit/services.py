@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.core.serializers.json import DjangoJSONEncoder
@@ -147,6 +148,21 @@ def serialize_tool_call(call: ToolCall) -> dict[str, Any]:
         "origin": call.origin,
         "actor": {"kind": call.actor_kind, "id": call.actor_id},
     }
+
+
+def export_finished(*, actor: Actor, log: str, started: AuditEvent) -> Callable[[int, bool], None]:
+    """What records, once an export's last row is written, how many rows it held
+    (``<log>.export_finished``, pointing at the export's start)."""
+
+    def finished(rows: int, truncated: bool) -> None:
+        record(
+            actor=actor,
+            verb=f"{log}.export_finished",
+            target_type=log,
+            data={"started": str(started.pk), "rows": rows, "truncated": truncated},
+        )
+
+    return finished
 
 
 def record_export(*, actor: Actor, log: str, fmt: str, filters: dict[str, Any]) -> AuditEvent:

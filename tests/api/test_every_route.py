@@ -56,8 +56,14 @@ def _every_row() -> dict[str, int]:
     return counts
 
 
-# Reading an export is itself recorded (issue: exports are audited): the one row a GET may add.
-EXPORT_VERBS = ("audit.exported", "tool_calls.exported")
+# Reading an export is itself recorded (exports are audited): the rows a GET may add, as it starts and
+# once its last row is written.
+EXPORT_VERBS = (
+    "audit.exported",
+    "tool_calls.exported",
+    "audit.export_finished",
+    "tool_calls.export_finished",
+)
 
 
 def _without_exports(counts: dict[str, int]) -> dict[str, int]:

@@ -102,6 +102,8 @@ def test_an_export_past_the_limit_says_it_was_cut(admin_a, tenant_a, monkeypatch
     assert json.loads(ndjson[-1]) == {"truncated": True, "limit": 2}
     assert len(rows) == 4
     assert rows[-1] == ["# truncated: an export holds at most 2 rows"]
+    finished = AuditEvent.objects.for_tenant(tenant_a).filter(verb="tool_calls.export_finished")
+    assert [(e.data["rows"], e.data["truncated"]) for e in finished] == [(2, True), (2, True)]
 
 
 @pytest.mark.parametrize(

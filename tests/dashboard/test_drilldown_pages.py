@@ -246,6 +246,9 @@ def test_the_tool_call_export_holds_exactly_the_filtered_rows_and_is_audited(mem
     exported = AuditEvent.objects.for_tenant(tenant_a).get(verb="tool_calls.exported")
     assert exported.data == {"format": "csv", "filters": {"tool": "exec"}, "limit": 100_000}
     assert audit_count(tenant_b, verb="tool_calls.exported") == 0
+    # Once the last row is written, how many the download held.
+    finished = AuditEvent.objects.for_tenant(tenant_a).get(verb="tool_calls.export_finished")
+    assert finished.data == {"started": str(exported.pk), "rows": 3, "truncated": False}
 
 
 def test_a_formula_in_a_csv_cell_is_written_as_text(admin, tenant_a):
@@ -274,6 +277,8 @@ def test_the_audit_export_as_ndjson_holds_the_filtered_events(admin, tenant_a, t
     assert [line["id"] for line in lines] == [str(e.pk) for e in reversed(kept)]
     assert lines[0]["data"] == {"i": 1}
     assert audit_count(tenant_a, verb="audit.exported") == 1
+    finished = AuditEvent.objects.for_tenant(tenant_a).get(verb="audit.export_finished")
+    assert (finished.data["rows"], finished.data["truncated"]) == (2, False)
 
 
 def test_exports_are_refused_below_the_logs_role_and_for_bad_input(viewer, member, admin, tenant_a):

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from apps.audit import export
 from apps.audit.models import AuditEvent, ToolCall
 from apps.audit.selectors import audit_event_list, tool_call_list
-from apps.audit.services import record_export
+from apps.audit.services import export_finished, record_export
 from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet
 from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.roles import Role
@@ -66,7 +66,10 @@ def _export(
         rows: Any = audit_event_list(tenant=tenant, **chosen).exclude(pk=event.pk)
     else:
         rows = tool_call_list(tenant=tenant, **chosen)
-    return export.response(rows, log=log, fmt=fmt, asynchronous=export.is_asgi(view.request))
+    finished = export_finished(actor=view.actor, log=log, started=event)
+    return export.response(
+        rows, log=log, fmt=fmt, asynchronous=export.is_asgi(view.request), on_finish=finished
+    )
 
 
 class AuditEventOutput(serializers.ModelSerializer):  # type: ignore[type-arg]
