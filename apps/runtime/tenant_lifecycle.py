@@ -8,7 +8,8 @@ Suspension keeps every row and stops everything the tenant has running or could 
 - its sandbox containers are removed;
 - the programs its calls are running (jailed, or on the host where that is allowed) are killed with their
   process groups by the process that runs them, within ``STOP_CHECK_SECONDS`` (2), on any host
-  (``apps.toolkit.processes.stopped_when``); the call answers that the tenant was suspended;
+  (``apps.toolkit.processes.stopped_when``); the call answers that the tenant was suspended. Its jails on
+  the host where the command runs (commands and stdio MCP servers alike) are killed at once;
 - its MCP server connections are dropped and their processes stopped, by every process at its next health
   check (``TOOLGATE_MCP_HEALTH_SECONDS``), and in this process at once;
 - its scheduled jobs are skipped (each firing recorded as skipped) and the team ticker passes it by.
@@ -53,6 +54,7 @@ from apps.tenants.authentication import suspended_message
 from apps.tenants.errors import Conflict, ErrorCode, ServiceError
 from apps.tenants.models import PlatformEvent, Tenant
 from apps.tenants.services import config_changed
+from apps.toolkit import jail
 
 logger = logging.getLogger(__name__)
 MAX_REASON = 500
@@ -64,6 +66,7 @@ class Suspension:
     containers_removed: int = 0
     containers_left: int = 0
     mcp_connections_closed: int = 0
+    jails_stopped: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -126,6 +129,8 @@ def tenant_suspend(*, tenant: Tenant, by: str, reason: str = "") -> Suspension:
         locked, reason="tenant suspended"
     )
     done.mcp_connections_closed = _close_mcp_connections(locked)
+    # Its commands and stdio MCP servers in jails on this host, whichever process runs them, at once.
+    done.jails_stopped = jail.stop_jails_under(tenant_workspace(locked))
     logger.info("tenant %s suspended by %s: %s", locked.slug, by, done.as_dict())
     return done
 
@@ -213,6 +218,7 @@ def tenant_delete(*, tenant: Tenant, by: str, export_path: Path | None) -> Delet
             },
         )
     workspace = tenant_workspace(locked)
+    jail.stop_jails_under(workspace)  # any started since the suspension, before their files go
     if workspace.exists():
         shutil.rmtree(workspace)
     _close_servers(server_ids)

@@ -45,6 +45,7 @@ import functools
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -663,3 +664,32 @@ def visible(path: str) -> bool:
         *read_only_paths(),
     ]
     return any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def stop_jails_under(root: Path) -> int:
+    """Kill every jail on this host whose ``/workspace`` is ``root`` or lies under it (bubblewrap's own
+    process: its jail's processes die with it, ``--die-with-parent`` and the pid namespace), whichever
+    process started it. How many were killed. Used when a tenant is suspended or deleted: its commands
+    and stdio MCP servers stop at once here; other hosts stop theirs by their own checks."""
+    prefix = os.path.realpath(root).rstrip("/") + "/"
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                argv = [part.decode(errors="replace") for part in handle.read().split(b"\0")]
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        if not argv or os.path.basename(argv[0]) != "bwrap" or "--" not in argv:
+            continue
+        options = argv[: argv.index("--")]
+        for index, option in enumerate(options[:-2]):
+            if option == "--bind" and options[index + 2] == WORKDIR:
+                source = options[index + 1].rstrip("/") + "/"
+                if source.startswith(prefix):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(int(entry), signal.SIGKILL)
+                        killed += 1
+                break
+    return killed

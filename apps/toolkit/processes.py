@@ -260,6 +260,8 @@ def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
                 timed_out = True
                 _kill_group(pgid, process)
         process.wait()
+        if not stopped and stop_check is not None and process.returncode < 0:
+            stopped = stop_check()  # killed from outside (a suspension's sweep of the host's jails): why
         # Anything of the group still running (a backgrounded "sleep 1000 &") dies with the call.
         if _group_alive(pgid):
             _kill_group(pgid, process)

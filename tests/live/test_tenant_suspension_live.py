@@ -6,6 +6,8 @@ another tenant alone. ``resume_tenant`` undoes it."""
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Iterator
 from io import StringIO
 from typing import Any
@@ -153,3 +155,61 @@ def test_suspension_stops_a_waiting_run_an_mcp_server_and_a_websocket_and_resume
         assert again.json()["for_llm"] != first.json()["for_llm"]  # a new server process
         assert [pid for pid in stdio_server_pids() if pid not in servers and alive(pid)]
         assert Run.objects.for_tenant(tenant_a).get(pk=run_id).status == Run.Status.CANCELLED
+
+
+@pytest.fixture
+def slow_health(live: LiveProcesses) -> Iterator[str]:
+    """daphne and a cluster that check their MCP connections only hourly: what stops a server there at
+    once can only be the suspension's own sweep of this host's jails."""
+    processes = LiveProcesses(
+        db_name=live.db_name, extra_env={"TOOLGATE_MCP_HEALTH_SECONDS": "3600"}, label="slow-health-"
+    )
+    try:
+        base = processes.daphne()
+        processes.qcluster()  # discovers the servers' tools
+        yield base
+    finally:
+        processes.stop_all()
+
+
+def test_suspension_kills_the_tenants_jails_on_this_host_at_once(slow_health, tenant_a, tenant_b):
+    clients = {}
+    servers: dict[str, list[int]] = {}
+    for tenant in (tenant_a, tenant_b):
+        system = Actor.system(tenant)
+        agent = tenant_services.agent_create(actor=system, key="bot", name="Bot")
+        server = mcp_services.server_create(actor=system, name="demo", **stdio_fields())
+        mcp_services.agent_grant_set(actor=system, server=server, agent=agent)
+        raw = factories.make_api_key(tenant, Role.MEMBER)
+        client = httpx.Client(base_url=slow_health, headers={"Authorization": f"Bearer {raw}"}, timeout=60)
+        clients[tenant.slug] = client
+        before = set(stdio_server_pids())
+
+        def called(client: httpx.Client = client) -> bool:
+            answer = client.post(
+                "/api/v1/runtime/execute", json={"agent": "bot", "tool": "mcp_demo__pid", "args": {}}
+            )
+            return answer.status_code == 200 and not answer.json()["is_error"]
+
+        wait_until(called)
+        servers[tenant.slug] = wait_until(
+            lambda before=before: [p for p in stdio_server_pids() if p not in before]
+        )
+    try:
+        out = StringIO()
+        started = time.monotonic()
+        call_command("suspend_tenant", "tenant-a", stdout=out)
+
+        # daphne's server and the cluster's (its discovery keeps a connection) alike
+        assert re.search(r"[1-9]\d* jails stopped on this host", out.getvalue())
+        wait_until(lambda: not any(alive(pid) for pid in servers["tenant-a"]), timeout=5)
+        assert time.monotonic() - started < 5  # daphne's next health check is an hour away
+        assert all(alive(pid) for pid in servers["tenant-b"])
+        answer = clients["tenant-b"].post(
+            "/api/v1/runtime/execute", json={"agent": "bot", "tool": "mcp_demo__pid", "args": {}}
+        )
+        assert answer.json()["is_error"] is False
+        assert all(alive(pid) for pid in servers["tenant-b"])  # the same server answered
+    finally:
+        for client in clients.values():
+            client.close()

@@ -83,7 +83,8 @@ def tenant_suspend(request: HttpRequest, slug: str) -> HttpResponse:
             messages.success(
                 request,
                 f"Suspended {tenant.slug}: {done.runs_cancelled} runs cancelled, {done.containers_removed} "
-                "containers removed; its MCP servers stop at each process's next health check.",
+                f"containers removed, {done.jails_stopped} jails stopped on this host; its commands "
+                "elsewhere stop within 2 s, its MCP connections at each process's next health check.",
             )
         return redirect("dashboard:platform_tenants")
     return render(request, "dashboard/platform/suspend.html", {"tenant": tenant, "form": form})

@@ -28,8 +28,9 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         self.stdout.write(
             f"Suspended {tenant.slug}: {done.runs_cancelled} runs cancelled, {done.containers_removed} "
-            f"sandbox containers removed, {done.mcp_connections_closed} MCP connections closed here "
-            "(other processes drop theirs at their next health check)."
+            f"sandbox containers removed, {done.mcp_connections_closed} MCP connections closed here, "
+            f"{done.jails_stopped} jails stopped on this host (other processes drop their MCP connections "
+            "at their next health check; other hosts stop their commands within 2 s)."
         )
         if done.containers_left:
             self.stderr.write(
