@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models.sql import InsertQuery
 
-from apps.audit import context
+from apps.audit import context, export
 from apps.audit.export import EXPORT_LIMIT
 from apps.audit.models import AuditEvent, ToolCall
+from apps.audit.selectors import audit_event_list, tool_call_list
 from apps.realtime import events
 
 if TYPE_CHECKING:
+    from django.db.models import QuerySet
+    from django.http import StreamingHttpResponse
+
     from apps.tenants.actors import Actor
 
 
@@ -150,19 +153,30 @@ def serialize_tool_call(call: ToolCall) -> dict[str, Any]:
     }
 
 
-def export_finished(*, actor: Actor, log: str, started: AuditEvent) -> Callable[[int, bool], None]:
-    """What records, once an export's last row is written, how many rows it held
-    (``<log>.export_finished``, pointing at the export's start)."""
+def audited_export(
+    *, actor: Actor, log: str, fmt: str, filters: dict[str, Any], asynchronous: bool
+) -> StreamingHttpResponse:
+    """``log``'s rows of ``actor``'s tenant with ``filters`` (an audit log export leaves its own start
+    event out: it is not one of the rows exported), streamed in ``fmt``; audited as it starts
+    (:func:`record_export`) and, once its last row is written, with how many rows it held
+    (``<log>.export_finished``, pointing at the start)."""
+    started = record_export(actor=actor, log=log, fmt=fmt, filters=filters)
+    tenant = actor.tenant
+    rows: QuerySet[Any] = (
+        audit_event_list(tenant=tenant, **filters).exclude(pk=started.pk)
+        if log == "audit"
+        else tool_call_list(tenant=tenant, **filters)
+    )
 
-    def finished(rows: int, truncated: bool) -> None:
+    def finished(count: int, truncated: bool) -> None:
         record(
             actor=actor,
             verb=f"{log}.export_finished",
             target_type=log,
-            data={"started": str(started.pk), "rows": rows, "truncated": truncated},
+            data={"started": str(started.pk), "rows": count, "truncated": truncated},
         )
 
-    return finished
+    return export.response(rows, log=log, fmt=fmt, asynchronous=asynchronous, on_finish=finished)
 
 
 def record_export(*, actor: Actor, log: str, fmt: str, filters: dict[str, Any]) -> AuditEvent:

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from apps.audit import export
 from apps.audit.models import AuditEvent, ToolCall
 from apps.audit.selectors import audit_event_list, tool_call_list
-from apps.audit.services import export_finished, record_export
+from apps.audit.services import audited_export
 from apps.tenants.api.base import StrictSerializer, TenantScopedViewSet
 from apps.tenants.api.pagination import CreatedCursorPagination
 from apps.tenants.roles import Role
@@ -59,16 +59,8 @@ def _export(
     filters = filter_input(data=params)
     filters.is_valid(raise_exception=True)
     chosen = {k: v for k, v in filters.validated_data.items() if k not in {"cursor", "page_size"}}
-    tenant = view.actor.tenant
-    event = record_export(actor=view.actor, log=log, fmt=fmt, filters=chosen)
-    if log == "audit":
-        # The export's own event is left out: it is not one of the rows being exported.
-        rows: Any = audit_event_list(tenant=tenant, **chosen).exclude(pk=event.pk)
-    else:
-        rows = tool_call_list(tenant=tenant, **chosen)
-    finished = export_finished(actor=view.actor, log=log, started=event)
-    return export.response(
-        rows, log=log, fmt=fmt, asynchronous=export.is_asgi(view.request), on_finish=finished
+    return audited_export(
+        actor=view.actor, log=log, fmt=fmt, filters=chosen, asynchronous=export.is_asgi(view.request)
     )
 
 

@@ -14,7 +14,7 @@ from django.urls import NoReverseMatch, reverse
 from apps.audit import export
 from apps.audit.models import AuditEvent
 from apps.audit.selectors import audit_event_get, audit_event_list, audit_event_suggestions
-from apps.audit.services import export_finished, record_export
+from apps.audit.services import audited_export
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import AuditFilterForm
 from apps.tenants.roles import Role
@@ -71,13 +71,10 @@ def audit_export(request: DashboardRequest) -> HttpResponse:
         return HttpResponse(
             "Invalid export: check the format and the filters.", status=400, content_type="text/plain"
         )
-    event = record_export(actor=request.actor, log="audit", fmt=fmt, filters=filters)
-    rows = audit_event_list(tenant=request.actor.tenant, **filters).exclude(pk=event.pk)
-    # dashboard_view is typed for HttpResponse; Django serves a streamed one the same way.
-    finished = export_finished(actor=request.actor, log="audit", started=event)
-    streamed = export.response(
-        rows, log="audit", fmt=fmt, asynchronous=export.is_asgi(request), on_finish=finished
+    streamed = audited_export(
+        actor=request.actor, log="audit", fmt=fmt, filters=filters, asynchronous=export.is_asgi(request)
     )
+    # dashboard_view is typed for HttpResponse; Django serves a streamed one the same way.
     return cast(HttpResponse, streamed)
 
 

@@ -13,7 +13,7 @@ from django.shortcuts import render
 from apps.audit import export
 from apps.audit.models import ToolCall
 from apps.audit.selectors import tool_call_audit_events, tool_call_get, tool_call_list, tool_call_suggestions
-from apps.audit.services import export_finished, record_export
+from apps.audit.services import audited_export
 from apps.dashboard.actor import READ_ONLY, DashboardRequest, dashboard_view
 from apps.dashboard.forms import ToolCallFilterForm
 from apps.runs.selectors import run_get
@@ -70,13 +70,10 @@ def tool_call_export(request: DashboardRequest) -> HttpResponse:
         return HttpResponse(
             "Invalid export: check the format and the filters.", status=400, content_type="text/plain"
         )
-    started = record_export(actor=request.actor, log="tool_calls", fmt=fmt, filters=filters)
-    rows = tool_call_list(tenant=request.actor.tenant, **filters)
-    # dashboard_view is typed for HttpResponse; Django serves a streamed one the same way.
-    finished = export_finished(actor=request.actor, log="tool_calls", started=started)
-    streamed = export.response(
-        rows, log="tool_calls", fmt=fmt, asynchronous=export.is_asgi(request), on_finish=finished
+    streamed = audited_export(
+        actor=request.actor, log="tool_calls", fmt=fmt, filters=filters, asynchronous=export.is_asgi(request)
     )
+    # dashboard_view is typed for HttpResponse; Django serves a streamed one the same way.
     return cast(HttpResponse, streamed)
 
 
