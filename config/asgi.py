@@ -49,8 +49,7 @@ async def _refuse(send: Any, refusal: quota_limits.QuotaExceeded) -> None:
     }
     headers = [
         (b"content-type", b"application/json"),
-        (b"retry-after", str(refusal.wait).encode()),
-        *((name.lower().encode(), value.encode()) for name, value in refusal.response_headers.items()),
+        *((name.lower().encode(), value.encode()) for name, value in refusal.http_headers.items()),
     ]
     await send({"type": "http.response.start", "status": refusal.status_code, "headers": headers})
     await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})

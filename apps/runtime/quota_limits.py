@@ -152,6 +152,12 @@ class QuotaExceeded(exceptions.APIException):
         # a key refused for api_requests_per_minute itself for a moment, before any web process.
         self.response_headers = {QUOTA_HEADER: name}
 
+    @property
+    def http_headers(self) -> dict[str, str]:
+        """Every header of the refusal (the REST error handler adds the same from ``wait`` and
+        ``response_headers``), for answers written outside DRF: the ASGI front gate, the MCP endpoint."""
+        return {"Retry-After": str(self.wait), **self.response_headers}
+
 
 def api_request_refusal(tenant: Tenant) -> QuotaExceeded | None:
     """Count one request against the tenant's ``api_requests_per_minute``: the refusal once it is

@@ -34,7 +34,7 @@ import time
 import uuid
 import weakref
 from collections.abc import MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
@@ -55,7 +55,7 @@ from apps.mcp_grants import subscriptions
 from apps.policy.engine import CallScope
 from apps.runtime import caller
 from apps.runtime.mcp_endpoint import relay, server
-from apps.runtime.quota_limits import QUOTA_HEADER, api_request_refusal
+from apps.runtime.quota_limits import api_request_refusal
 from apps.tenants import database
 from apps.tenants.access import access_runtime_agent
 from apps.tenants.api.parsers import strict_json
@@ -85,8 +85,7 @@ class Refusal:
     code: str
     message: str
     details: dict[str, Any]
-    retry_after: int = 0  # seconds, sent as Retry-After (a quota's 429)
-    quota: str = ""  # the quota that refused, sent as X-Toolgate-Quota
+    headers: dict[str, str] = field(default_factory=dict)  # more of the answer's (a quota's 429)
 
 
 class _HeaderRequest:
@@ -128,12 +127,7 @@ def _identify(
     over = api_request_refusal(actor.tenant)  # counted like a REST request
     if over is not None:
         return Refusal(
-            429,
-            str(over.default_code),
-            str(over.detail),
-            over.envelope_details,
-            over.wait,
-            "api_requests_per_minute",
+            429, str(over.default_code), str(over.detail), over.envelope_details, over.http_headers
         )
     try:
         agent = access_runtime_agent(actor=actor, key=agent_key)
@@ -327,10 +321,7 @@ async def _refuse(
         headers.append((b"allow", allow))
     if refusal.status == 503:
         headers.append((b"retry-after", b"5"))
-    if refusal.retry_after:
-        headers.append((b"retry-after", str(refusal.retry_after).encode()))
-    if refusal.quota:
-        headers.append((QUOTA_HEADER.lower().encode(), refusal.quota.encode()))
+    headers += [(name.lower().encode(), value.encode()) for name, value in refusal.headers.items()]
     await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
