@@ -147,10 +147,7 @@ def page_listing(who: For, within: float = PAGE_BUDGET_SECONDS) -> Listing:
                 listing.templates.extend(features.list_resource_templates(server, user_id, within)[0])
             if server.pk in with_prompts:
                 prompts, _ = features.list_prompts(server, user_id, within)
-                listing.prompts.extend(
-                    prompt.model_copy(update={"name": naming.registered_name(server, prompt.name)})
-                    for prompt in prompts
-                )
+                listing.prompts.extend(_registered_prompts(server, prompts))
         except features.FeatureError as exc:
             listing.unreachable.append((server, str(exc)))
     return listing
@@ -398,11 +395,15 @@ def list_prompts(who: For) -> list[types.Prompt]:
             prompts, _ = features.list_prompts(server, who.scope.user_id)
         except features.FeatureError:
             continue
-        found.extend(
-            prompt.model_copy(update={"name": naming.registered_name(server, prompt.name)})
-            for prompt in prompts
-        )
+        found.extend(_registered_prompts(server, prompts))
     return found
+
+
+def _registered_prompts(server: MCPServer, prompts: list[types.Prompt]) -> list[types.Prompt]:
+    """``server``'s prompts under their registered names (``mcp_<prefix>__<prompt>``, like its tools)."""
+    return [
+        prompt.model_copy(update={"name": naming.registered_name(server, prompt.name)}) for prompt in prompts
+    ]
 
 
 def _prompt_target(who: For, name: str) -> tuple[MCPServer, str]:
