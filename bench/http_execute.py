@@ -45,14 +45,14 @@ class HttpResult:
         return self.requests / self.seconds
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 def start_daphne(db_name: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "bench.settings",

@@ -14,6 +14,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench.http_execute import free_port
+
 DEPLOYED_CONFIG = Path(__file__).resolve().parents[1] / "deploy" / "images" / "haproxy" / "haproxy.cfg"
 GATE_BEGIN = "# --- quota gate (begin) ---"
 GATE_END = "# --- quota gate (end) ---"
@@ -39,12 +41,6 @@ def haproxy_binary() -> str:
             "HAProxy is needed (Debian: apt-get install haproxy; make system-deps installs it)"
         )
     return found
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def config_text(port: int, backends: Sequence[str]) -> str:
@@ -75,7 +71,7 @@ def config_text(port: int, backends: Sequence[str]) -> str:
 @contextmanager
 def load_balancer(backends: Sequence[str]) -> Iterator[str]:
     """HAProxy over ``backends`` for the block; yields its base URL."""
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="toolgate-lb-") as root:
         config = Path(root) / "haproxy.cfg"
         config.write_text(config_text(port, backends))
