@@ -118,6 +118,13 @@ class LiveProcesses:
         for process in (self._daphne, self._qcluster):
             _stop(process)
 
+    def __enter__(self) -> LiveProcesses:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Leaving a ``with`` block stops whatever the block started."""
+        self.stop_all()
+
     def stop_qcluster(self) -> None:
         """Stop the cluster (the next :meth:`qcluster` starts a new one): for a test that needs its own
         cluster with another environment, which must be the only one taking jobs from the database."""

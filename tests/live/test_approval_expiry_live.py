@@ -27,15 +27,9 @@ def web() -> Iterator[str]:
     """A daphne of its own whose approvals expire after two seconds."""
     from django.db import connection
 
-    processes = LiveProcesses(
-        db_name=connection.settings_dict["NAME"],
-        extra_env={"TOOLGATE_APPROVAL_TIMEOUT_SECONDS": str(TIMEOUT_SECONDS)},
-        label="expiry-",
-    )
-    try:
+    env = {"TOOLGATE_APPROVAL_TIMEOUT_SECONDS": str(TIMEOUT_SECONDS)}
+    with LiveProcesses(db_name=connection.settings_dict["NAME"], extra_env=env, label="expiry-") as processes:
         yield processes.daphne()
-    finally:
-        processes.stop_all()
 
 
 def test_an_approval_nobody_waits_for_is_timed_out_at_its_expiry_and_the_inbox_told(web, tenant_a):

@@ -169,16 +169,9 @@ def test_count_quotas_hold_when_two_processes_create_at_the_same_moment(live, da
 def quick_measure(live: LiveProcesses, settings: Any) -> Iterator[str]:
     """daphne measuring workspaces every second, as this process does during the test."""
     settings.TOOLGATE_WORKSPACE_MEASURE_SECONDS = 1
-    live.stop_all()  # the session's daphne measures every 30 s; later tests start it again
-    processes = LiveProcesses(
-        db_name=connections["default"].settings_dict["NAME"],
-        extra_env={"TOOLGATE_WORKSPACE_MEASURE_SECONDS": "1"},
-        label="measure-",
-    )
-    try:
+    env = {"TOOLGATE_WORKSPACE_MEASURE_SECONDS": "1"}
+    with LiveProcesses(db_name=live.db_name, extra_env=env, label="measure-") as processes:
         yield processes.daphne()
-    finally:
-        processes.stop_all()
 
 
 def test_workspace_bytes_hold_across_processes_and_a_raise_applies(quick_measure, tenant_a):

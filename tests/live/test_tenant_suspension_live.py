@@ -161,15 +161,11 @@ def test_suspension_stops_a_waiting_run_an_mcp_server_and_a_websocket_and_resume
 def slow_health(live: LiveProcesses) -> Iterator[str]:
     """daphne and a cluster that check their MCP connections only hourly: what stops a server there at
     once can only be the suspension's own sweep of this host's jails."""
-    processes = LiveProcesses(
-        db_name=live.db_name, extra_env={"TOOLGATE_MCP_HEALTH_SECONDS": "3600"}, label="slow-health-"
-    )
-    try:
+    env = {"TOOLGATE_MCP_HEALTH_SECONDS": "3600"}
+    with LiveProcesses(db_name=live.db_name, extra_env=env, label="slow-health-") as processes:
         base = processes.daphne()
         processes.qcluster()  # discovers the servers' tools
         yield base
-    finally:
-        processes.stop_all()
 
 
 def test_suspension_kills_the_tenants_jails_on_this_host_at_once(slow_health, tenant_a, tenant_b):
