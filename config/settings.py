@@ -374,6 +374,9 @@ TOOLGATE_SANDBOX_INSTANCE = (
 # The jail (apps/toolkit/jail.py): bubblewrap, and what it binds read-only besides the system.
 TOOLGATE_BWRAP = env_str("TOOLGATE_BWRAP") or "bwrap"
 TOOLGATE_JAIL_RO_PATHS = env_list("TOOLGATE_JAIL_RO_PATHS", [])
+# How many warm jails (apps/toolkit/warm_jails.py: a jail kept for the next exec command of the same
+# workspace) each Toolgate process keeps; 0 makes a new jail for every command.
+TOOLGATE_JAIL_WARM = env_int("TOOLGATE_JAIL_WARM", 4)
 # Installation-wide: only with this set may a tenant's sandbox mode be "host" (a single-tenant install).
 TOOLGATE_ALLOW_HOST_EXEC = env_bool("TOOLGATE_ALLOW_HOST_EXEC", False)
 TOOLGATE_DATA_DIR = DATA_DIR

@@ -161,6 +161,16 @@ def live(django_db_setup: None) -> Iterator[LiveProcesses]:
     processes.stop_all()
 
 
+@pytest.fixture(autouse=True)
+def _no_warm_jail_left_to_other_tests() -> Iterator[None]:
+    """The warm jails a test's commands left (apps/toolkit/warm_jails.py) end with it: a later test that
+    counts the jails or processes on this host sees only its own."""
+    yield
+    from apps.toolkit import warm_jails
+
+    warm_jails.close_all()
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _no_cluster_left_to_other_modules() -> Iterator[None]:
     """The session's cluster is stopped when a module that used it ends (the next ``qcluster()`` starts

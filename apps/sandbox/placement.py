@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from apps.sandbox import manager
 from apps.toolkit import jail as jails
+from apps.toolkit import warm_jails
 from apps.toolkit.processes import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, RunOutcome, run_process
 from apps.toolkit.sandbox_config import DOCKER, HOST, JAIL, SandboxConfig
 from apps.toolkit.workspace import real_workspace
@@ -67,15 +68,29 @@ class Placement:
             return self.jail.path_inside(host_path)
         return str(host_path)
 
-    def run(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float) -> RunOutcome:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        timeout: float,
+        reuse: bool = False,
+    ) -> RunOutcome:
         """Run the program ``argv`` (no shell of ours) with exactly ``env``; ``cwd`` is a host path
-        inside the workspace. Raises one of :data:`UNAVAILABLE` when the jail or container cannot be
-        had, ``OSError`` when a program on the host cannot be started."""
+        inside the workspace. ``reuse``: in the jail, a warm jail of this workspace may serve it
+        (:mod:`apps.toolkit.warm_jails`; only for an environment that carries no credential). Raises
+        one of :data:`UNAVAILABLE` when the jail or container cannot be had, ``OSError`` when a
+        program on the host cannot be started."""
         if self.target is not None:
             return manager.run(
                 self.target, argv, cwd=self.target.container_path(cwd), env=env, timeout=timeout
             )
         if self.jail is not None:
+            if reuse:
+                outcome = warm_jails.run(self.jail, argv, cwd=cwd, env=env, timeout=timeout)
+                if outcome is not None:
+                    return outcome
             return jails.run(self.jail, argv, cwd=cwd, env=env, timeout=timeout)
         return run_process(argv, cwd=cwd, env=env, timeout=timeout)
 
@@ -92,7 +107,9 @@ class Placement:
                 }
             }
         if self.jail is not None:
-            return {"sandbox": {"mode": JAIL, "network": self.jail.network}}
+            return {
+                "sandbox": {"mode": JAIL, "network": self.jail.network, "reused_jail": outcome.reused_jail}
+            }
         return {"sandbox": {"mode": HOST}}
 
     def describe(self) -> str:

@@ -672,24 +672,32 @@ def stop_jails_under(root: Path) -> int:
     process started it. How many were killed. Used when a tenant is suspended or deleted: its commands
     and stdio MCP servers stop at once here; other hosts stop theirs by their own checks."""
     prefix = os.path.realpath(root).rstrip("/") + "/"
-    killed = 0
+    found: dict[int, int] = {}  # bubblewrap's process -> its parent
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
                 argv = [part.decode(errors="replace") for part in handle.read().split(b"\0")]
-        except OSError:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue  # gone meanwhile, or not ours to read
         if not argv or os.path.basename(argv[0]) != "bwrap" or "--" not in argv:
             continue
         options = argv[: argv.index("--")]
         for index, option in enumerate(options[:-2]):
             if option == "--bind" and options[index + 2] == WORKDIR:
-                source = options[index + 1].rstrip("/") + "/"
-                if source.startswith(prefix):
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(int(entry), signal.SIGKILL)
-                        killed += 1
+                if (options[index + 1].rstrip("/") + "/").startswith(prefix):
+                    found[int(entry)] = parent
                 break
+    killed = 0
+    # Each jail is bubblewrap's process outside and its init inside (a child with the same command
+    # line): the outer one is killed, and the jail counted, once.
+    for pid, parent in found.items():
+        if parent in found:
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
     return killed

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from apps.toolkit.results import ToolResult
 from apps.toolkit.workspace import relative_to_workspace
@@ -135,6 +135,7 @@ class RunOutcome:
     timed_out: bool
     seconds: float
     stopped: str = ""  # why it was stopped before its end (its call's tenant suspended), if it was
+    reused_jail: bool = False  # it ran in a warm jail that had run a command before (apps.toolkit.warm_jails)
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -199,10 +200,6 @@ def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
     each output stream kept up to 1 MiB, the whole group killed at the timeout, when leftovers outlive
     it, or when the context's stop check (:func:`stopped_when`) gives a reason."""
     started = time.monotonic()
-    deadline = started + timeout
-    stop_check = _stop_check.get()
-    next_check = started + STOP_CHECK_SECONDS
-    stopped = ""
     # A tenant's program reaches this only as the jail's argv (apps.toolkit.jail.run) or in host mode,
     # which exists only where the operator sets TOOLGATE_ALLOW_HOST_EXEC (apps.sandbox.placement).
     process = subprocess.Popen(
@@ -215,7 +212,73 @@ def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
         start_new_session=True,  # own session and process group: the unit a timeout kills
         close_fds=True,
     )
-    pgid = process.pid  # a new session's leader: its pid is the group id
+    return supervise(_Group(process), started=started, timeout=timeout)
+
+
+class Supervised(Protocol):
+    """A started program as :func:`supervise` watches it: its two output streams, its exit status,
+    and how to end it with everything it started."""
+
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit status; raises ``subprocess.TimeoutExpired`` when it has not ended in ``timeout``."""
+        ...
+
+    def kill(self) -> None:
+        """End the program and everything it started (gently first where that applies)."""
+
+    def leftovers(self) -> bool:
+        """Whether something the program started still runs after it ended."""
+        ...
+
+    def abort(self) -> None:
+        """End everything at once (an unexpected error while supervising) and reap it."""
+
+
+class _Group:
+    """A program started by :func:`run_process`: its process group is the unit that is killed."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.pgid = process.pid  # a new session's leader: its pid is the group id
+        self.stdout = process.stdout
+        self.stderr = process.stderr
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.process.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        _kill_group(self.pgid, self.process)
+
+    def leftovers(self) -> bool:
+        return _group_alive(self.pgid)
+
+    def abort(self) -> None:
+        _signal_group(self.pgid, signal.SIGKILL)
+        self.process.wait()
+
+
+def supervise(process: Supervised, *, started: float, timeout: float) -> RunOutcome:
+    """Collect ``process``'s output within the caps until it ends, ending it (and all it started) at
+    the timeout or when the context's stop check gives a reason (see :func:`run_process`)."""
+    deadline = started + timeout
+    stop_check = _stop_check.get()
+    next_check = started + STOP_CHECK_SECONDS
+    stopped = ""
     stdout, stderr = Capture(), Capture()
     streams: list[tuple[IO[bytes], Capture]] = []
     if process.stdout is not None:
@@ -251,27 +314,26 @@ def run_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
                 else:
                     selector.unregister(key.fileobj)
         if timed_out or stopped:
-            _kill_group(pgid, process)
+            process.kill()
         elif process.poll() is None:
             # Pipes closed but the shell has not exited yet (it closed its outputs): wait the rest.
             try:
                 process.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _kill_group(pgid, process)
-        process.wait()
-        if not stopped and stop_check is not None and process.returncode < 0:
+                process.kill()
+        returncode = process.wait()
+        if not stopped and stop_check is not None and returncode < 0:
             stopped = stop_check()  # killed from outside (a suspension's sweep of the host's jails): why
         # Anything of the group still running (a backgrounded "sleep 1000 &") dies with the call.
-        if _group_alive(pgid):
-            _kill_group(pgid, process)
+        if process.leftovers():
+            process.kill()
     finally:
         selector.close()
         for stream, _capture in streams:
             stream.close()
         if process.poll() is None:  # only on an unexpected error above
-            _signal_group(pgid, signal.SIGKILL)
-            process.wait()
+            process.abort()
     return RunOutcome(
         exit_code=None if timed_out or stopped else process.returncode,
         stdout=stdout,

@@ -133,7 +133,11 @@ def exec_command(ctx: CallContext, args: dict[str, Any]) -> ToolResult:
     )
     try:
         outcome = place.run(
-            [SHELL, "-c", normalised], cwd=cwd, env=minimal_env(Path(place.home())), timeout=timeout
+            [SHELL, "-c", normalised],
+            cwd=cwd,
+            env=minimal_env(Path(place.home())),
+            timeout=timeout,
+            reuse=True,  # Toolgate's minimal environment, no credential: a warm jail may serve it
         )
     except UNAVAILABLE as error:
         return ToolResult.error(str(error), rule="sandbox")
