@@ -8,15 +8,17 @@ tool as the pipeline makes them (a ``CallContext`` with the agent's effective ``
 safeguard, the deny groups and the secure-CLI gate run in both modes, only where the command runs
 differs. The sandbox has its defaults (session scope, 512 MB, 1 CPU, no network, read-only root).
 
-* warm: the same command in sandbox mode ``jail`` (the default: a new jail per command), mode
-  ``docker`` (the session's reused container) and mode ``host`` (the host's ``/bin/sh`` in the
-  workspace, allowed for the bench with ``TOOLGATE_ALLOW_HOST_EXEC``): the host and the jail one after
-  the other so that both meet the same load, the container in a loop of its own (the engine's work
+* warm: the same command in sandbox mode ``jail`` (the default: a warm jail of the workspace reused,
+  :mod:`apps.toolkit.warm_jails`; and, for comparison, a new jail per command, ``TOOLGATE_JAIL_WARM=0``),
+  mode ``docker`` (the session's reused container) and mode ``host`` (the host's ``/bin/sh`` in the
+  workspace, allowed for the bench with ``TOOLGATE_ALLOW_HOST_EXEC``): the host and the jails one after
+  the other so that all meet the same load, the container in a loop of its own (the engine's work
   after an exec would otherwise land on the next command); ``echo hi`` (nothing but the overhead) and
   ``ls -la | wc -l`` (a pipe of two programs over the workspace's 40 files). All must print the same.
   The jail's goal: a median at most 2x the host's and at most 0.3x the warm container's.
 * cold: the first call of a session, which creates and starts the container (removed before each run).
-* layers, for ``echo hi``: the host runner alone (``run_command``), the jail alone (``jail.run``:
+* layers, for ``echo hi``: the host runner alone (``run_command``), the warm jail alone
+  (``warm_jails.run``: the helper's spawn and clean-up), a new jail alone (``jail.run``:
   the limits, bubblewrap's namespaces and mounts), the engine's own exec (create, start, inspect; no
   wrapper), and ``manager.run`` (the wrapper with ``setsid``, the reading thread, the use count), so
   the difference between the tool's figures can be put where it belongs.
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from apps.toolkit.context import CallContext
 
 RUNS = 50
+WARM_JAILS = 4  # TOOLGATE_JAIL_WARM for the default jail's rows (its default)
 COLD_RUNS = 10
 WARMUP = 5
 FILES = 40
@@ -138,13 +141,25 @@ def _context(tenant: Tenant, agent: Any, workspace: Path, sandbox: dict[str, Any
     )
 
 
-def _tool_call(ctx: CallContext, command: str) -> Callable[[], str]:
+def _tool_call(ctx: CallContext, command: str, *, warm_jails: int | None = None) -> Callable[[], str]:
+    """The exec tool's call of ``command``; ``warm_jails``: ``TOOLGATE_JAIL_WARM`` for the call (0: a new
+    jail for every command), checked against where it ran."""
+    from django.conf import settings
+
     from apps.runtime.tools.exec import exec_command
 
     def call() -> str:
-        result = exec_command(ctx, {"command": command})
+        kept = settings.TOOLGATE_JAIL_WARM
+        if warm_jails is not None:
+            settings.TOOLGATE_JAIL_WARM = warm_jails
+        try:
+            result = exec_command(ctx, {"command": command})
+        finally:
+            settings.TOOLGATE_JAIL_WARM = kept
         if result.is_error:
             raise AssertionError(f"{command!r} failed: {result.for_llm}")
+        if warm_jails is not None and result.data["sandbox"]["reused_jail"] != (warm_jails > 0):
+            raise AssertionError(f"{command!r} did not run in the jail it was meant for: {result.data}")
         return str(result.for_llm)
 
     return call
@@ -156,7 +171,7 @@ def _measure(
     from apps.runtime.tools.exec import exec_command
     from apps.sandbox import manager, placement
     from apps.sandbox.models import SandboxContainer
-    from apps.toolkit import jail
+    from apps.toolkit import jail, warm_jails
     from apps.toolkit.processes import SHELL, minimal_env, run_command
 
     host_ctx = _context(tenant, agent, workspace, {"mode": "host"}, 1)
@@ -171,24 +186,30 @@ def _measure(
     for command in COMMANDS:
         on_host, in_sandbox = _tool_call(host_ctx, command), _tool_call(sandbox_ctx, command)
         in_jail = _tool_call(jail_ctx, command)
+        in_warm_jail = _tool_call(jail_ctx, command, warm_jails=WARM_JAILS)
+        in_new_jail = _tool_call(jail_ctx, command, warm_jails=0)
+        in_jail()  # the first call makes the warm jail the others reuse
         for _ in range(WARMUP):
-            if not on_host() == in_sandbox() == in_jail():
+            if not on_host() == in_sandbox() == in_warm_jail() == in_new_jail():
                 raise AssertionError(
                     f"{command!r}: the host, the container and the jail printed different things"
                 )
         host: list[float] = []
         sandboxed: list[float] = []
         jailed: list[float] = []
-        # The host and the jail alternated (both meet the same load); the container in a loop of its own,
+        new_jail: list[float] = []
+        # The host and the jails alternated (all meet the same load); the container in a loop of its own,
         # since the engine's work after each exec (shim, cgroups) would land on whatever runs next.
         for _ in range(runs):
             host.append(_timed(on_host))
-            jailed.append(_timed(in_jail))
+            jailed.append(_timed(in_warm_jail))
+            new_jail.append(_timed(in_new_jail))
         for _ in range(runs):
             sandboxed.append(_timed(in_sandbox))
         warm.append(Row(f"exec `{command}` on the host (mode host)", host))
         warm.append(Row(f"exec `{command}` in the sandbox container, warm (mode docker)", sandboxed, host))
-        warm.append(Row(f"exec `{command}` in the jail (mode jail, the default)", jailed, host))
+        warm.append(Row(f"exec `{command}` in the jail (mode jail, the default: a warm jail)", jailed, host))
+        warm.append(Row(f"exec `{command}` in a new jail (TOOLGATE_JAIL_WARM=0)", new_jail, host))
 
     def first_call() -> None:
         result = exec_command(sandbox_ctx, {"command": COMMANDS[0]})
@@ -222,6 +243,14 @@ def _measure(
         )
         assert outcome.exit_code == 0, outcome.stderr.text()
 
+    def warm_jail_runner() -> None:
+        outcome = warm_jails.run(
+            the_jail, [SHELL, "-c", COMMANDS[0]], cwd=workspace, env=jail_env, timeout=TIMEOUT_SECONDS
+        )
+        assert outcome is not None
+        assert outcome.exit_code == 0, outcome.stderr.text()
+        assert outcome.reused_jail
+
     def engine_exec() -> None:
         created = api.exec_create(
             container_id, [SHELL, "-c", COMMANDS[0]], workdir="/workspace", environment=env, user=user
@@ -253,6 +282,7 @@ def _measure(
     calls: list[tuple[str, Callable[[], None]]] = [
         ("host: run_command (sh -c in its own process group)", host_runner),
         ("jail: jail.run (limits, bubblewrap, sh -c)", jail_runner),
+        ("warm jail: warm_jails.run (the helper's spawn, its clean-up)", warm_jail_runner),
         ("engine: exec create + start + inspect, no wrapper", engine_exec),
         ("engine: the same with the manager's setsid wrapper", engine_exec_wrapped),
         ("manager.run: wrapper (setsid), reader thread, use count", manager_run),
@@ -261,7 +291,7 @@ def _measure(
         for _label, call in calls:
             call()
     timings: list[list[float]] = [[] for _ in calls]
-    for group in (slice(0, 2), slice(2, None)):  # host and jail alternated, then the engine's, as above
+    for group in (slice(0, 3), slice(3, None)):  # host and jails alternated, then the engine's, as above
         for _ in range(runs):
             for samples, (_label, call) in zip(timings[group], calls[group], strict=True):
                 samples.append(_timed(call))
@@ -306,8 +336,8 @@ def _table(sections: list[tuple[str, list[Row]]]) -> list[str]:
 
 def _summary(sections: list[tuple[str, list[Row]]]) -> list[str]:
     (_, warm), (_, cold), (_, layers) = sections
-    host_echo, sandbox_echo, jail_echo, host_ls, sandbox_ls, jail_ls = warm
-    runner, jail_alone, engine, wrapped, managed = layers
+    host_echo, sandbox_echo, jail_echo, new_echo, host_ls, sandbox_ls, jail_ls, new_ls = warm
+    runner, jail_alone, warm_alone, engine, wrapped, managed = layers
     goals = []
     for command, host_row, jail_row, docker_row in (
         (COMMANDS[0], host_echo, jail_echo, sandbox_echo),
@@ -323,8 +353,11 @@ def _summary(sections: list[tuple[str, list[Row]]]) -> list[str]:
         )
     return [
         *goals,
-        f"The jail alone (no tool checks) takes {jail_alone.median:.1f} ms against the host runner's "
-        f"{runner.median:.1f} ms: bubblewrap's namespaces and mounts are the difference.",
+        f"A new jail for every command: `{COMMANDS[0]}` {new_echo.median / host_echo.median:.2f}x and "
+        f"`{COMMANDS[1]}` {new_ls.median / host_ls.median:.2f}x the host.",
+        f"The jail alone (no tool checks) takes {warm_alone.median:.1f} ms warm and "
+        f"{jail_alone.median:.1f} ms new against the host runner's {runner.median:.1f} ms: a new "
+        "jail's difference is bubblewrap's namespaces and mounts.",
         f"Warm, the sandbox adds {sandbox_echo.median - host_echo.median:.0f} ms to `{COMMANDS[0]}` "
         f"({sandbox_echo.ratio()} the host) and {sandbox_ls.median - host_ls.median:.0f} ms to "
         f"`{COMMANDS[1]}` ({sandbox_ls.ratio()}).",

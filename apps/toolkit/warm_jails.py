@@ -1,5 +1,5 @@
 """Warm jails: a jail kept after a command for the next one of the same workspace, so that a short
-command does not pay for bubblewrap's namespaces and mounts each time (SPEC Part A, 2026-11-29).
+command does not pay for bubblewrap's namespaces and mounts each time (README: Sandbox).
 
 A warm jail is the jail of :mod:`apps.toolkit.jail`, made exactly as for one command (the same
 ``bwrap`` arguments, limits and process cgroup), whose program is Toolgate's helper
