@@ -24,6 +24,7 @@ from apps.tenants.roles import Role
 from apps.toolkit import jail
 from apps.toolkit.workspace import workspace_for
 from tests import factories
+from tests.processes import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -188,7 +189,7 @@ def test_suspending_the_tenant_ends_its_idle_jails(run_a: Run, workspace_a: Path
     assert _bwraps_under(root) >= 1  # the warm jail waits for the next command
     out = StringIO()
     call_command("suspend_tenant", tenant_a.slug, "--reason", "unpaid", stdout=out)
-    assert _bwraps_under(root) == 0
+    assert wait_until(lambda: _bwraps_under(root) == 0, timeout=10)  # killed at once, gone as it ends
     assert "1 jails stopped" in out.getvalue(), out.getvalue()  # one jail, counted once
 
 
