@@ -693,11 +693,9 @@ def stop_jails_under(root: Path) -> int:
                 break
     killed = 0
     # Each jail is bubblewrap's process outside and its init inside (a child with the same command
-    # line): the outer one is killed, and the jail counted, once.
+    # line): both are killed, the jail counted once.
     for pid, parent in found.items():
-        if parent in found:
-            continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-            killed += 1
+            killed += parent not in found
     return killed
