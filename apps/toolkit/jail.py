@@ -33,6 +33,9 @@ started by Toolgate with an explicit argument list, never through a shell. Insid
 When the process the jail was made for exits, the jail's pid namespace ends and takes every process
 left in it along (a backgrounded ``sleep 1000 &`` never outlives its call).
 
+An ``exec`` command may instead run in a jail kept from the previous command of its workspace, made the
+same way, whose helper puts it back as new after each command (:mod:`apps.toolkit.warm_jails`).
+
 When a jail cannot be made (bubblewrap missing, namespaces refused), :func:`check` raises
 :class:`JailUnavailable` with a reason a person can act on, and the caller refuses the command: there
 is no fallback to the host. :func:`status` tells ``/readyz`` and the dashboard why.
