@@ -279,7 +279,11 @@ def _take(pool: _Pool, jail: jails.Jail, key: Hashable, limit: int) -> tuple[_Wa
         warm.close()
     if not found:
         return None, False
-    started = pool.starter.submit(_start, jail, key).result()
+    try:
+        started = pool.starter.submit(_start, jail, key).result()
+    except Exception:  # an unexpected failure costs this command its warm jail, never the pool its room
+        logger.exception("jail: a warm jail could not be started")
+        started = None
     if started is None:
         with pool.lock:
             pool.count -= 1
