@@ -21,7 +21,7 @@ from apps.accounts import services as tenant_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Agent, Tenant
 from apps.tenants.roles import Role
-from apps.toolkit import jail
+from apps.toolkit import jail, warm_jails
 from apps.toolkit.workspace import workspace_for
 from tests import factories
 from tests.processes import wait_until
@@ -209,3 +209,13 @@ def _bwraps_under(root: Path) -> int:
         ):
             found += 1
     return found
+
+
+def test_a_helper_that_does_not_start_leaves_each_command_a_jail_of_its_own(
+    run_a: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(warm_jails, "_helper_source", lambda: "raise SystemExit(3)")
+    first, second = run_a(f"{JAIL_ID}; echo ran"), run_a(f"{JAIL_ID}; echo ran")
+    assert first.splitlines()[1] == second.splitlines()[1] == "ran"  # the commands still run, jailed …
+    assert first.splitlines()[0] != second.splitlines()[0]  # … each in a new jail
+    assert warm_jails.close_all() == 0  # and no warm jail is kept for the workspace
