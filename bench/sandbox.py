@@ -188,7 +188,8 @@ def _measure(
         in_jail = _tool_call(jail_ctx, command)
         in_warm_jail = _tool_call(jail_ctx, command, warm_jails=WARM_JAILS)
         in_new_jail = _tool_call(jail_ctx, command, warm_jails=0)
-        in_jail()  # the first call makes the warm jail the others reuse
+        in_jail()  # the first call runs in a new jail while the warm jail starts …
+        in_jail()  # … the second waits for it and runs in it, the others reuse it
         for _ in range(WARMUP):
             if not on_host() == in_sandbox() == in_warm_jail() == in_new_jail():
                 raise AssertionError(

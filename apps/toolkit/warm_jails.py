@@ -18,8 +18,9 @@ MCP servers always get a jail of their own. A warm jail serves only the jail it 
 workspace (the same directory, not one made again at that path), network setting, limits and bound
 directories; one command at a time; at most :data:`MAX_USES` commands and :data:`IDLE_SECONDS` idle.
 ``TOOLGATE_JAIL_WARM`` bounds how many a Toolgate process keeps (0: a new jail for every command).
-When a warm jail cannot be had (the limit reached by busy jails, the helper does not start), the
-command gets a new jail of its own, never the host.
+A workspace's first command runs in a new jail of its own while its warm jail starts in the background
+(a command arriving meanwhile waits for that start); when a warm jail cannot be had (the limit reached
+by busy jails, the helper does not start), the command gets a new jail of its own, never the host.
 
 A timeout, a suspension's stop or a jail that ends under its command ends the warm jail with everything
 in it; ``jail.stop_jails_under`` finds warm jails like any other.
@@ -166,12 +167,16 @@ class _Pool:
         self.idle: dict[Hashable, list[_Warm]] = {}
         self.count = 0  # idle and busy
         self.failed: dict[Hashable, float] = {}  # key -> until when not to try again
+        self.starting: dict[Hashable, concurrent.futures.Future[None]] = {}  # key -> its start
         self.reaper: threading.Thread | None = None
         # bubblewrap is told to die with the thread that started it; one long-lived thread starts them
         # all, so a warm jail does not end with whichever request's thread needed it first.
         self.starter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolgate-warm-jail")
 
     def close_all(self) -> int:
+        # The starts under way first (the starter runs them in order), so none is kept after this.
+        with contextlib.suppress(RuntimeError, concurrent.futures.TimeoutError):
+            self.starter.submit(lambda: None).result(timeout=2 * START_SECONDS)
         with self.lock:
             warm = [jail for stack in self.idle.values() for jail in stack]
             self.idle.clear()
@@ -250,45 +255,58 @@ def _start(jail: jails.Jail, key: Hashable) -> _Warm | None:
     return warm
 
 
-def _take(pool: _Pool, jail: jails.Jail, key: Hashable, limit: int) -> tuple[_Warm | None, bool]:
-    """(an idle warm jail for ``key`` or a new one, whether it ran a command before); (None, False)
-    when none can be had."""
-    evicted: list[_Warm] = []
-    with pool.lock:
-        stack = pool.idle.get(key, [])
-        while stack:
-            warm = stack.pop()
-            if warm.alive():
-                return warm, True
-            pool.count -= 1
-            evicted.append(warm)
-        if pool.failed.get(key, 0.0) > time.monotonic():
-            found = False
-        elif pool.count < limit:
-            found = True
-        else:  # make room: end the jail idle the longest, of another workspace or setting
-            candidates = [(w.idle_since, k) for k, s in pool.idle.items() for w in s[:1]]
-            found = bool(candidates)
-            if found:
-                oldest = min(candidates, key=lambda item: item[0])[1]
-                evicted.append(pool.idle[oldest].pop(0))
+def _take(pool: _Pool, jail: jails.Jail, key: Hashable, limit: int) -> _Warm | None:
+    """An idle warm jail for ``key``, or None. A jail being started for ``key`` is waited for (at most
+    :data:`START_SECONDS`); when there is none, one is started in the background for the next command
+    (room made by ending the jail idle the longest, of another workspace or setting) and this command
+    gets a new jail of its own, so a workspace's first command does not wait for a helper's start."""
+    for _attempt in range(2):
+        evicted: list[_Warm] = []
+        pending: concurrent.futures.Future[None] | None = None
+        with pool.lock:
+            stack = pool.idle.get(key, [])
+            while stack:
+                warm = stack.pop()
+                if warm.alive():
+                    return warm
                 pool.count -= 1
-        if found:
-            pool.count += 1  # this one, reserved while it starts
-    for warm in evicted:
-        warm.close()
-    if not found:
-        return None, False
+                evicted.append(warm)
+            pending = pool.starting.get(key)
+            start = pending is None and pool.failed.get(key, 0.0) <= time.monotonic()
+            if start and pool.count >= limit:
+                candidates = [(w.idle_since, k) for k, s in pool.idle.items() for w in s[:1]]
+                start = bool(candidates)
+                if start:
+                    oldest = min(candidates, key=lambda item: item[0])[1]
+                    evicted.append(pool.idle[oldest].pop(0))
+                    pool.count -= 1
+            if start:
+                pool.count += 1  # the new one, reserved while it starts
+                pool.starting[key] = pool.starter.submit(_start_kept, pool, jail, key)
+        for warm in evicted:
+            warm.close()
+        if pending is None:
+            return None
+        with contextlib.suppress(concurrent.futures.TimeoutError):
+            pending.result(timeout=START_SECONDS)
+    return None
+
+
+def _start_kept(pool: _Pool, jail: jails.Jail, key: Hashable) -> None:
+    """Start a warm jail for ``key`` (on the pool's starter thread) and keep it idle for the next
+    command; after a failure, none is tried for ``key`` for :data:`IDLE_SECONDS`."""
     try:
-        started = pool.starter.submit(_start, jail, key).result()
-    except Exception:  # an unexpected failure costs this command its warm jail, never the pool its room
+        started = _start(jail, key)
+    except Exception:  # an unexpected failure costs the workspace its warm jail, never the pool its room
         logger.exception("jail: a warm jail could not be started")
         started = None
-    if started is None:
-        with pool.lock:
+    with pool.lock:
+        pool.starting.pop(key, None)
+        if started is None:
             pool.count -= 1
             pool.failed[key] = time.monotonic() + IDLE_SECONDS
-    return started, False
+            return
+    _keep(pool, started)
 
 
 def _give(pool: _Pool, warm: _Warm, *, retire: bool) -> None:
@@ -299,6 +317,10 @@ def _give(pool: _Pool, warm: _Warm, *, retire: bool) -> None:
         with pool.lock:
             pool.count -= 1
         return
+    _keep(pool, warm)
+
+
+def _keep(pool: _Pool, warm: _Warm) -> None:
     warm.idle_since = time.monotonic()
     with pool.lock:
         pool.idle.setdefault(warm.key, []).append(warm)
@@ -356,9 +378,10 @@ def run(
     bwrap = tuple(jails.bwrap_args(jail, cwd=jails.WORKDIR, bwrap=current.bwrap))
     key = (bwrap, jail.limits, directory.st_dev, directory.st_ino, current.pids_limit, current.nproc_flag)
     pool = _here()
-    warm, reused = _take(pool, jail, key, limit)
+    warm = _take(pool, jail, key, limit)
     if warm is None:
         return None
+    reused = warm.uses > 0
     started = time.monotonic()
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()

@@ -64,7 +64,11 @@ def _runner(client, agent: str = "bot") -> Run:  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def run_a(member_a, agent_a) -> Run:  # type: ignore[no-untyped-def]
-    return _runner(member_a)
+    """Agent bot's exec, its workspace's warm jail started: a workspace's first command runs in a new
+    jail while the warm one starts, and the next waits for it."""
+    run = _runner(member_a)
+    run("true")
+    return run
 
 
 def jail_of(run: Run) -> str:
@@ -103,12 +107,13 @@ def test_a_command_cannot_reach_the_helper_that_runs_it(run_a: Run) -> None:
 
 def test_a_jail_changed_by_a_command_is_not_used_again(run_a: Run) -> None:
     before = jail_of(run_a)
+    assert jail_of(run_a) == before  # the warm jail
     run_a("ln -s /workspace /planted; echo planted")
     after = run_a(f"{JAIL_ID}; ls -d /planted 2>&1")
     assert after.splitlines()[0] != before
     assert "No such file or directory" in after
-    same = jail_of(run_a)
-    assert same == after.splitlines()[0]  # an unchanged jail is kept again
+    again = jail_of(run_a)
+    assert jail_of(run_a) == again  # the new warm jail, unchanged, is kept
 
 
 def test_a_sysv_ipc_object_retires_the_jail(run_a: Run) -> None:
@@ -146,6 +151,7 @@ def test_workspaces_tenants_and_network_settings_never_share_a_jail(
     assert jail_of(_runner(member_b)) != mine
     response = owner_a.patch("/api/v1/tenant/", {"settings": {"sandbox": {"network": True}}}, format="json")
     assert response.status_code == 200, response.content
+    run_a("true")  # the first command with the network on: a new jail, the warm one started
     networked = jail_of(run_a)
     assert networked != mine
     assert jail_of(run_a) == networked
@@ -171,16 +177,20 @@ def test_limits_and_confinement_hold_in_a_reused_jail(run_a: Run, owner_a) -> No
         "/api/v1/tenant/", {"settings": {"sandbox": {"cpu_seconds": 37, "open_files": 200}}}, format="json"
     )
     assert response.status_code == 200, response.content
-    jail_of(run_a)
-    out = run_a("grep -E 'cpu time|open files|msgqueue' /proc/self/limits; id -u; "
-                "grep CapEff /proc/self/status; ls /proc | grep -c '^[0-9]'")  # fmt: skip
+    run_a("true")  # new limits: a new jail, the warm one started
+    mine = jail_of(run_a)
+    out = run_a(
+        f"{JAIL_ID}; grep -E 'cpu time|open files|msgqueue' /proc/self/limits; id -u; "
+        "grep CapEff /proc/self/status; ls /proc | grep -c '^[0-9]'"
+    )
     rows = out.splitlines()
-    assert rows[0].split()[3:5] == ["37", "37"], out
-    assert rows[1].split()[3:5] == ["200", "200"], out
-    assert rows[2].split()[3:5] == ["0", "0"], out
-    assert rows[3] == str(jail.UID)
-    assert rows[4] == "CapEff:\t0000000000000000"
-    assert int(rows[5]) < 10, out
+    assert rows[0] == mine  # a reused jail
+    assert rows[1].split()[3:5] == ["37", "37"], out
+    assert rows[2].split()[3:5] == ["200", "200"], out
+    assert rows[3].split()[3:5] == ["0", "0"], out
+    assert rows[4] == str(jail.UID)
+    assert rows[5] == "CapEff:\t0000000000000000"
+    assert int(rows[6]) < 10, out
 
 
 def test_suspending_the_tenant_ends_its_idle_jails(run_a: Run, workspace_a: Path, tenant_a: Tenant) -> None:
@@ -212,10 +222,22 @@ def _bwraps_under(root: Path) -> int:
 
 
 def test_a_helper_that_does_not_start_leaves_each_command_a_jail_of_its_own(
-    run_a: Run, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    member_a, tenant_a: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(warm_jails, "_helper_source", lambda: "raise SystemExit(3)")
-    first, second = run_a(f"{JAIL_ID}; echo ran"), run_a(f"{JAIL_ID}; echo ran")
-    assert first.splitlines()[1] == second.splitlines()[1] == "ran"  # the commands still run, jailed …
-    assert first.splitlines()[0] != second.splitlines()[0]  # … each in a new jail
+    tenant_services.agent_create(actor=Actor.system(tenant_a), key="fresh", name="Fresh")
+    run = _runner(member_a, "fresh")
+    first, second, third = (run(f"{JAIL_ID}; echo ran") for _ in range(3))
+    assert first.splitlines()[1] == second.splitlines()[1] == third.splitlines()[1] == "ran"  # jailed …
+    assert len({first.splitlines()[0], second.splitlines()[0], third.splitlines()[0]}) == 3  # … anew
     assert warm_jails.close_all() == 0  # and no warm jail is kept for the workspace
+
+
+def test_a_workspaces_first_command_runs_in_a_new_jail_and_the_next_in_its_warm_one(
+    member_a, tenant_a: Tenant
+) -> None:  # type: ignore[no-untyped-def]
+    tenant_services.agent_create(actor=Actor.system(tenant_a), key="first", name="First")
+    run = _runner(member_a, "first")
+    ids = [jail_of(run) for _ in range(3)]
+    assert ids[0] != ids[1]  # the first in a jail of its own, while the warm one started
+    assert ids[1] == ids[2]
