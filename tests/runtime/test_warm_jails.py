@@ -4,7 +4,7 @@ file in /tmp, nothing changed on the jail's own file systems, no IPC object, and
 that runs the commands. Other workspaces, tenants and network settings never share a jail.
 
 Through POST /api/v1/runtime/execute, with the settings a new tenant gets, on real processes. Which jail a
-command ran in is read from inside it: the start time of the jail's pid 1 (bubblewrap's init)."""
+command ran in is read from inside it: its pid namespace (a start time could be shared by two jails)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from tests.processes import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-JAIL_ID = "cut -d' ' -f22 /proc/1/stat"  # when the jail's init started: one value per jail
+JAIL_ID = "readlink /proc/self/ns/pid"  # the jail's pid namespace: one per jail
 # The helper's pid: its command line holds its source ([D] keeps grep's own from matching), and so does
 # bubblewrap's init (pid 1), which holds the helper's whole command line.
 HELPER = "grep -a -l 'PR_SET_[D]UMPABLE' /proc/[0-9]*/cmdline | cut -d/ -f3 | grep -v '^1$'"
