@@ -170,6 +170,7 @@ def _run(request: dict[str, object], out: int, err: int) -> int:
         argv = [str(part) for part in request["argv"]]  # type: ignore[attr-defined]
         env = {str(k): str(v) for k, v in request["env"].items()}  # type: ignore[attr-defined]
         os.chdir(str(request["cwd"]))
+        # Inside the jail already: the helper itself is the jail's program (apps.toolkit.warm_jails).
         pid = os.posix_spawnp(
             argv[0],
             argv,
@@ -194,11 +195,11 @@ def _run(request: dict[str, object], out: int, err: int) -> int:
     return os.WEXITSTATUS(status)
 
 
-def _restore(baseline: State) -> str:
-    """Put the jail back as it was after a command: "" when done, else why it cannot be."""
+def _restore(baseline: State, kept: dict[str, Entry]) -> str:
+    """Put the jail back as it was after a command (``kept``: what the emptied directories held at the
+    start): "" when done, else why it cannot be."""
     if not _stop_leftovers():
         return "a process would not die"
-    kept = {path: entry for part in baseline[2:] for path, entry in part.items()}
     if not all([_empty(directory, kept) for directory in WIPED]):
         return "a directory emptied after each command could not be emptied"
     if _sysv_objects():
@@ -225,6 +226,7 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     baseline = _state()
+    kept = {path: entry for part in baseline[2:] for path, entry in part.items()}
     sock.send(b'{"ready": true}')
     while True:
         try:
@@ -241,7 +243,7 @@ def main() -> None:
         for fd in fds:
             os.set_inheritable(fd, False)
         status = _run(json.loads(data), fds[0], fds[1])
-        sock.send(json.dumps({"status": status, "retire": _restore(baseline)}).encode())
+        sock.send(json.dumps({"status": status, "retire": _restore(baseline, kept)}).encode())
 
 
 if __name__ == "__main__":

@@ -225,7 +225,9 @@ def _start(jail: jails.Jail, key: Hashable) -> _Warm | None:
         theirs.close()
         return None
     try:
-        process = subprocess.Popen(  # Toolgate's own argv: the jail and its helper, no tenant input
+        # The jail itself (jails.launch: limits, cgroup, bubblewrap) with the helper as its program: no
+        # tenant input, and every command the helper starts runs inside it.
+        process = subprocess.Popen(
             launch.argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -26,7 +26,7 @@ from apps.mcp_grants import services as mcp_services
 from apps.mcp_grants.models import MCPServer
 from apps.secure_cli import services as cli_services
 from apps.tenants.actors import Actor
-from apps.tenants.models import Agent, Tenant
+from apps.tenants.models import Tenant
 from apps.toolkit import jail
 from apps.toolkit.workspace import workspace_for
 from config import embedded_db
@@ -50,16 +50,6 @@ def mcp_connections() -> Iterator[None]:
     yield
     manager = mcp_client.manager()
     manager.run(manager.close_all(), 60)
-
-
-@pytest.fixture
-def agent_a(tenant_a: Tenant) -> Agent:
-    return tenant_services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
-
-
-@pytest.fixture
-def workspace_a(tenant_a: Tenant, agent_a: Agent) -> Path:
-    return Path(os.path.realpath(workspace_for(tenant=tenant_a, agent=agent_a, user_id="")))
 
 
 @pytest.fixture

@@ -19,10 +19,9 @@ from django.core.management import call_command
 
 from apps.accounts import services as tenant_services
 from apps.tenants.actors import Actor
-from apps.tenants.models import Agent, Tenant
+from apps.tenants.models import Tenant
 from apps.tenants.roles import Role
 from apps.toolkit import jail, warm_jails
-from apps.toolkit.workspace import workspace_for
 from tests import factories
 from tests.processes import wait_until
 
@@ -35,16 +34,6 @@ HELPER = "grep -a -l 'PR_SET_[D]UMPABLE' /proc/[0-9]*/cmdline | cut -d/ -f3 | gr
 PROCESSES = r"for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
 
 Run = Callable[..., str]
-
-
-@pytest.fixture
-def agent_a(tenant_a: Tenant) -> Agent:
-    return tenant_services.agent_create(actor=Actor.system(tenant_a), key="bot", name="Bot")
-
-
-@pytest.fixture
-def workspace_a(tenant_a: Tenant, agent_a: Agent) -> Path:
-    return Path(os.path.realpath(workspace_for(tenant=tenant_a, agent=agent_a, user_id="")))
 
 
 def _runner(client, agent: str = "bot") -> Run:  # type: ignore[no-untyped-def]
