@@ -810,6 +810,11 @@ def server_addresses() -> tuple[str, ...]:
 # --- The scrubber ------------------------------------------------------------------------------------
 
 
+# What one scrubber remembers of the texts it scrubbed (``Scrubber.scrub``): short texts, a few per call.
+_REMEMBERED_CHARS = 4096
+_REMEMBERED_TEXTS = 32
+
+
 class Scrubber:
     """Scrubs one request's tool output. Build one per request (``scrubber_for``); never share one
     between tenants, because the values registered on it are that tenant's secrets."""
@@ -817,6 +822,11 @@ class Scrubber:
     def __init__(self, values: Iterable[str] = ()) -> None:
         self._values: dict[str, None] = {}  # insertion-ordered set
         self._ordered: tuple[str, ...] | None = ()  # longest first; None: recompute
+        # A call scrubs the same short text several times (the model's output, the user's, the result's
+        # text block, an argument echoed back): each is scrubbed once. Keyed by the text; emptied when a
+        # value is registered or the server addresses change, the only other inputs of ``scrub``.
+        self._done: dict[str, str] = {}
+        self._done_addresses: tuple[str, ...] | None = None
         for value in values:
             self.register(value)
 
@@ -827,6 +837,7 @@ class Scrubber:
             return
         self._values[value] = None
         self._ordered = None
+        self._done = {}  # a new one: a scrub under way (another thread) stores into the old one
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -838,9 +849,27 @@ class Scrubber:
         ``[SERVER_IP]``; ``scrub(scrub(t)) == scrub(t)``."""
         if not text:
             return text
+        # Taken first: a value registered from here on (another thread) replaces it, so what is scrubbed
+        # without that value is never remembered where a later call would find it.
+        memory = self._done
         if self._ordered is None:
             self._ordered = tuple(sorted(self._values, key=len, reverse=True))
         values, addresses = self._ordered, server_addresses()
+        if addresses is not self._done_addresses:  # changed settings (tests): forget, remember from the next
+            self._done, self._done_addresses = {}, addresses
+            memory = {}
+        remembered = len(text) <= _REMEMBERED_CHARS
+        if remembered:
+            done = memory.get(text)
+            if done is not None:
+                return done
+        scrubbed = self._scrub(text, values, addresses)
+        if remembered and len(memory) < _REMEMBERED_TEXTS:
+            memory[text] = scrubbed
+        return scrubbed
+
+    @staticmethod
+    def _scrub(text: str, values: tuple[str, ...], addresses: tuple[str, ...]) -> str:
         # A value or address containing a bracket could match across a placeholder: then any pattern
         # may match again after a round, and only full rounds are safe.
         full_rounds = any("[" in v or "]" in v for v in (*values, *addresses))

@@ -585,3 +585,27 @@ def test_large_realistic_output_matches_the_plain_implementation() -> None:
 
 def test_empty_text() -> None:
     assert Scrubber(["abcdef"]).scrub("") == ""
+
+
+def test_a_scrubber_remembers_a_text_only_until_a_value_is_registered() -> None:
+    """A call scrubs the same short text several times; what a scrubber remembers of it never outlives
+    a value registered after it (a server's credential registered during the call)."""
+    s = Scrubber()
+    text = "the answer is hunter2-secret-value"
+    assert s.scrub(text) == text
+    assert s.scrub(text) == text
+    s.register("hunter2-secret-value")
+    assert s.scrub(text) == "the answer is [REDACTED]"
+    assert s.scrub(text) == "the answer is [REDACTED]"
+    long_text = "x" * 5000 + " hunter2-secret-value"
+    assert s.scrub(long_text) == "x" * 5000 + " [REDACTED]"
+
+
+def test_a_scrubber_remembers_nothing_across_a_change_of_server_addresses() -> None:
+    s = Scrubber()
+    text = "reach it at 198.51.100.7 now"
+    assert s.scrub(text) == text
+    with override_settings(TOOLGATE_SERVER_ADDRESSES=["198.51.100.7"]):
+        assert s.scrub(text) == "reach it at [SERVER_IP] now"
+        assert s.scrub(text) == "reach it at [SERVER_IP] now"
+    assert s.scrub(text) == text
