@@ -33,12 +33,12 @@ FROM toolgate-base:bookworm
 LABEL org.opencontainers.image.title="toolgate" \
       org.opencontainers.image.description="Toolgate: govern and run the tools AI agents use"
 
-# python3 (the venv's interpreter), bubblewrap and util-linux (prlimit) for the jail, tini as PID 1
+# python3 (the venv's interpreter), bubblewrap, libseccomp2 and util-linux (prlimit) for the jail, tini as PID 1
 # (forwards signals, reaps what jails leave behind), ca-certificates for outbound HTTPS.
 RUN set -eux; \
     export DEBIAN_FRONTEND=noninteractive; \
     apt-get update; \
-    apt-get install -y --no-install-recommends python3 bubblewrap util-linux ca-certificates tini procps; \
+    apt-get install -y --no-install-recommends python3 bubblewrap libseccomp2 util-linux ca-certificates tini procps; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/log/apt /var/log/dpkg.log; \
     groupadd --gid 10001 toolgate; \
     useradd --uid 10001 --gid toolgate --home-dir /var/lib/toolgate --no-create-home --shell /usr/sbin/nologin toolgate; \

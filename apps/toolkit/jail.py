@@ -18,7 +18,9 @@ started by Toolgate with an explicit argument list, never through a shell. Insid
   the environment the caller builds for it).
 * The process is uid and gid 65534 in a new user namespace, with every capability dropped, no new
   privileges (bubblewrap sets ``PR_SET_NO_NEW_PRIVS``), in a new session (no terminal injection), with
-  new IPC and UTS namespaces.
+  new IPC and UTS namespaces, and it cannot make a user namespace of its own (``--disable-userns``).
+* The kernel keyring, which is not namespaced like the rest, is refused by a system call filter
+  (:mod:`apps.toolkit.syscall_filter`), and ``/proc/keys`` and ``/proc/key-users`` cannot be read.
 * The network is a new, empty namespace (loopback only, nothing listens) unless the caller turns it on;
   "on" shares the host's network: the process can open connections like Toolgate itself, to the
   internet and to services on the host's addresses.
@@ -54,12 +56,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 
+from apps.toolkit import syscall_filter
 from apps.toolkit.processes import RunOutcome, run_process
 
 logger = logging.getLogger(__name__)
@@ -137,6 +140,7 @@ class Status:
     version: str = ""
     pids_limit: str = ""  # "rlimit", "cgroup", or "" when it cannot be enforced here
     nproc_flag: str = ""  # /bin/sh's ulimit option for processes ("-u" or "-p"); "" to use prlimit
+    seccomp: str = ""  # the system call filter's file (apps.toolkit.syscall_filter)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -145,6 +149,7 @@ class Status:
             "bwrap": self.bwrap,
             "version": self.version,
             "pids_limit": self.pids_limit or "not enforced",
+            "syscall_filter": ", ".join(syscall_filter.REFUSED) if self.seccomp else "",
         }
 
 
@@ -287,19 +292,28 @@ def _system_binds() -> list[str]:
     return args
 
 
-def bwrap_args(jail: Jail, *, cwd: str, bwrap: str) -> list[str]:
-    """bubblewrap's arguments for ``jail``, up to and including ``--``."""
+def bwrap_args(jail: Jail, *, cwd: str, bwrap: str, seccomp_fd: int | None = None) -> list[str]:
+    """bubblewrap's arguments for ``jail``, up to and including ``--``; ``seccomp_fd``: where bubblewrap
+    reads the system call filter (:mod:`apps.toolkit.syscall_filter`) from, opened by the caller."""
     args = [
         bwrap,
         "--unshare-user", "--uid", str(UID), "--gid", str(GID),
+        # No user namespace of its own inside the jail: they are how most of the kernel's privileged
+        # code becomes reachable without privileges.
+        "--disable-userns",
         "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
         "--hostname", HOSTNAME,
         "--die-with-parent", "--new-session", "--cap-drop", "ALL",
     ]  # fmt: skip
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     if not jail.network:
         args.append("--unshare-net")
     args += _system_binds()
     args += ["--proc", "/proc", "--dev", "/dev"]
+    # The kernel's key lists are not the jail's own (the filter keeps a jail from adding keys; these
+    # would still show the host's and count them per user): unreadable, as in Docker.
+    args += ["--ro-bind", "/dev/null", "/proc/keys", "--ro-bind", "/dev/null", "/proc/key-users"]
     args += ["--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]  # noqa: S108 - the jail's private tmpfs
     args += ["--symlink", "../tmp", "/var/tmp"]  # noqa: S108 - the same tmpfs, without a mount of its own
     # After the tmpfs mounts, so a listed directory under /tmp is not hidden by them.
@@ -532,17 +546,30 @@ def _probe() -> Status:
     if not prlimit:
         return Status(False, "prlimit (util-linux) is not installed", bwrap=bwrap)
     try:
+        seccomp = str(syscall_filter.path())
+    except (syscall_filter.FilterUnavailable, OSError) as error:
+        return Status(False, f"the jail's system call filter could not be built: {error}", bwrap=bwrap)
+    try:
         version = subprocess.run(  # Toolgate's own check of the tool, no tenant input
             [bwrap, "--version"], capture_output=True, text=True, timeout=10, check=False
         ).stdout.strip()
-        probe = subprocess.run(  # the jail itself, made once to see that namespaces are allowed
-            [*bwrap_args(Jail(workspace=None), cwd=WORKDIR, bwrap=bwrap), "/bin/sh", "-c", "exit 0"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            env={"PATH": "/usr/bin:/bin"},
-            check=False,
-        )
+        with open(seccomp, "rb") as program:
+            # The jail itself, made once to see that namespaces are allowed and bubblewrap takes every
+            # option (--disable-userns: bubblewrap 0.8) and the filter.
+            probe = subprocess.run(
+                [
+                    *bwrap_args(Jail(workspace=None), cwd=WORKDIR, bwrap=bwrap, seccomp_fd=program.fileno()),
+                    "/bin/sh",
+                    "-c",
+                    "exit 0",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                env={"PATH": "/usr/bin:/bin"},
+                pass_fds=(program.fileno(),),
+                check=False,
+            )
     except (OSError, subprocess.SubprocessError) as error:
         return Status(False, f"bubblewrap could not be started: {error}", bwrap=bwrap)
     if probe.returncode != 0:
@@ -550,7 +577,7 @@ def _probe() -> Status:
         return Status(
             False,
             f"bubblewrap cannot make a jail here ({detail[0][:300]}); user namespaces must be allowed "
-            "(kernel.unprivileged_userns_clone, AppArmor) and bubblewrap must run",
+            "(kernel.unprivileged_userns_clone, AppArmor) and bubblewrap (0.8 or later) must run",
             bwrap=bwrap,
             version=version,
         )
@@ -563,7 +590,9 @@ def _probe() -> Status:
                 "jail: Toolgate runs as root and no pids cgroup can be made, so the jails' process limit "
                 "is not enforced; run Toolgate as an unprivileged user or delegate a pids cgroup to it"
             )
-    return Status(True, bwrap=bwrap, version=version, pids_limit=pids, nproc_flag=_shell_nproc_flag())
+    return Status(
+        True, bwrap=bwrap, version=version, pids_limit=pids, nproc_flag=_shell_nproc_flag(), seccomp=seccomp
+    )
 
 
 def status(*, refresh: bool = False) -> Status:
@@ -603,12 +632,15 @@ class Launch:
             _cgroups.release(self.cgroup)
 
 
-def launch(jail: Jail, argv: Sequence[str], *, cwd: str) -> Launch:
+def launch(jail: Jail, argv: Sequence[str], *, cwd: str, passed_fds: Collection[int] = ()) -> Launch:
     """The argv that runs the program ``argv`` (no shell of ours) in ``jail`` with ``cwd`` (a path
-    inside the jail). Raises :class:`JailUnavailable` when jails cannot be made here."""
+    inside the jail); ``passed_fds``: the descriptors the caller passes on to the program. Raises
+    :class:`JailUnavailable` when jails cannot be made here."""
     current = check()
     use_nproc = current.pids_limit == "rlimit"
-    jailed = [*bwrap_args(jail, cwd=cwd, bwrap=current.bwrap), *argv]
+    # The trampoline opens the system call filter for bubblewrap on a descriptor the caller passes none on.
+    seccomp_fd = next(fd for fd in range(3, 10) if fd not in passed_fds)
+    jailed = [*bwrap_args(jail, cwd=cwd, bwrap=current.bwrap, seccomp_fd=seccomp_fd), *argv]
     group: Path | None = None
     if current.pids_limit == "cgroup":
         try:
@@ -622,7 +654,8 @@ def launch(jail: Jail, argv: Sequence[str], *, cwd: str) -> Launch:
     # (itself), and on cgroup v1 to ``tasks``: moving the calling thread alone does not take the
     # kernel's lock over every thread group, which moving a process by pid does and which costs an RCU
     # grace period (about 10 ms a jail here). The shell has one thread, so the whole process moves.
-    steps = []
+    # It also opens the filter's file ("$1", Toolgate's own path) on that descriptor for bubblewrap.
+    steps = [f'exec {seccomp_fd}<"$1"', "shift"]
     if group is not None:
         steps.append('echo 0 > "$0"')
     if current.nproc_flag:
@@ -630,11 +663,9 @@ def launch(jail: Jail, argv: Sequence[str], *, cwd: str) -> Launch:
     else:
         prlimit = shutil.which("prlimit") or "prlimit"
         jailed = [*_prlimit_args(jail.limits, prlimit=prlimit, use_nproc=use_nproc), *jailed]
-    if not steps:
-        return Launch(jailed)
     target = "sh" if group is None else str(group / ("tasks" if _cgroups.version == 1 else "cgroup.procs"))
     script = " && ".join([*steps, 'exec "$@"'])
-    return Launch(["/bin/sh", "-c", script, target, *jailed], cgroup=group)
+    return Launch(["/bin/sh", "-c", script, target, current.seccomp, *jailed], cgroup=group)
 
 
 def run(

@@ -218,7 +218,10 @@ def _start(jail: jails.Jail, key: Hashable) -> _Warm | None:
     helper = dataclasses.replace(jail, limits=dataclasses.replace(jail.limits, pids=jail.limits.pids + 1))
     try:
         launch = jails.launch(
-            helper, [python, "-I", "-S", "-c", _helper_source(), str(theirs.fileno())], cwd=jails.WORKDIR
+            helper,
+            [python, "-I", "-S", "-c", _helper_source(), str(theirs.fileno())],
+            cwd=jails.WORKDIR,
+            passed_fds=(theirs.fileno(),),
         )
     except jails.JailUnavailable:
         ours.close()
@@ -375,10 +378,18 @@ def run(
     except OSError:
         return None
     # Everything a jail is made of: its bubblewrap arguments (the workspace's path, network, bound
-    # directories, the /etc copy), its limits, and the workspace directory itself (one made again at
-    # the same path is another).
+    # directories, the /etc copy), its limits, its system call filter, and the workspace directory
+    # itself (one made again at the same path is another).
     bwrap = tuple(jails.bwrap_args(jail, cwd=jails.WORKDIR, bwrap=current.bwrap))
-    key = (bwrap, jail.limits, directory.st_dev, directory.st_ino, current.pids_limit, current.nproc_flag)
+    key = (
+        bwrap,
+        jail.limits,
+        current.seccomp,
+        directory.st_dev,
+        directory.st_ino,
+        current.pids_limit,
+        current.nproc_flag,
+    )
     pool = _here()
     warm = _take(pool, jail, key, limit)
     if warm is None:

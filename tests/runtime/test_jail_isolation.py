@@ -276,6 +276,41 @@ def test_the_tenants_limits_hold_in_the_jail_and_cannot_be_raised(shell_runner, 
     assert lines[1].strip() == str(7 * 1024 * 1024), too_big  # … at 7 MiB
 
 
+# The kernel keyring from inside a jail: add a key (its description names the tenant), then try the two
+# other calls. A program, not a command, so that no filter of command text is involved.
+KEYRING_PROBE = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+calls = {
+    "add_key": (248, b"user", sys.argv[1].encode(), b"payload", 7, ctypes.c_int(-4)),
+    "request_key": (249, b"user", sys.argv[1].encode(), None, ctypes.c_int(0)),
+    "keyctl": (250, 0, ctypes.c_int(-4), 0, 0, 0),
+}
+for name, args in calls.items():
+    result = libc.syscall(*args)
+    print(name, result, ctypes.get_errno() if result < 0 else 0)
+"""
+
+
+@pytest.mark.parametrize("shell_runner", KINDS, indirect=True)
+def test_the_kernel_keyring_and_new_user_namespaces_are_refused(shell_runner, workspace_a):
+    """Keys are not namespaced like the jail's other resources: a key one jail adds would be listed in
+    every other jail's /proc/keys, whatever the tenant. A jail can add none, read no key list, and make
+    no user namespace of its own."""
+    if os.uname().machine != "x86_64":
+        pytest.fail("the probe's system call numbers are x86_64's; add this machine's")
+    (workspace_a / "keyring_probe.py").write_text(KEYRING_PROBE)
+    out = shell_runner(f"{sys.executable} keyring_probe.py tenant-a-key-7c2e 2>&1")
+    assert out.splitlines()[:3] == ["add_key -1 1", "request_key -1 1", "keyctl -1 1"], out  # EPERM
+    assert "tenant-a-key-7c2e" not in Path("/proc/keys").read_text()  # nothing reached the kernel
+    listed = shell_runner("cat /proc/keys 2>&1; cat /proc/key-users 2>&1; echo end")
+    assert listed.count("Permission denied") == 2, listed
+    status = shell_runner("grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status")
+    assert status.split()[:4] == ["NoNewPrivs:", "1", "Seccomp:", "2"], status  # a filter is loaded
+    nested = shell_runner("unshare -U id -u 2>&1; echo rc=$?")
+    assert nested.splitlines()[-1] != "rc=0", nested
+
+
 # --- a stdio MCP server ------------------------------------------------------------------------------
 
 
@@ -317,6 +352,9 @@ def test_a_stdio_mcp_server_is_jailed(mcp_probe, tenant_a, workspace_a, workspac
     assert MARKER not in mcp_probe("env", name="TOOLGATE_JAIL_MARKER")
     assert mcp_probe("probe", path="/workspace").splitlines() == ["stderr.log"]  # its own directory
     assert mcp_probe("whoami", host="127.0.0.1", port=listener).startswith(f"uid={jail.UID} reached=no")
+    # The same system call filter as every jail: no kernel keyring, no key list.
+    assert "Seccomp:\t2" in mcp_probe("probe", path="/proc/self/status")
+    assert mcp_probe("probe", path="/proc/keys") == "error: Permission denied"
 
 
 def test_a_stdio_mcp_server_with_the_network_on_reaches_it(mcp_probe, tenant_a, listener):

@@ -58,6 +58,8 @@ def make_container(admin, member, *, session: str = "s-1") -> dict:
 def test_the_status_shows_the_engine_the_settings_and_the_images(admin_a, sandbox_settings):
     body = ok(admin_a.get(STATUS))
 
+    assert body["jail"]["available"] is True
+    assert body["jail"]["syscall_filter"] == "add_key, keyctl, request_key"
     assert body["engine"]["available"] is True
     assert body["engine"]["version"]
     assert body["engine"]["images"] == [sandbox_settings]

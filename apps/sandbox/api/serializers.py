@@ -24,6 +24,9 @@ class JailOutput(serializers.Serializer):  # type: ignore[type-arg]
     pids_limit = serializers.CharField(
         help_text="how the process limit is enforced: rlimit, cgroup or not enforced"
     )
+    syscall_filter = serializers.CharField(
+        help_text="the system calls the jail refuses (the kernel keyring's); empty when it cannot be made"
+    )
 
 
 class ConfigOutput(serializers.Serializer):  # type: ignore[type-arg]
