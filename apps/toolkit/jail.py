@@ -19,8 +19,9 @@ started by Toolgate with an explicit argument list, never through a shell. Insid
 * The process is uid and gid 65534 in a new user namespace, with every capability dropped, no new
   privileges (bubblewrap sets ``PR_SET_NO_NEW_PRIVS``), in a new session (no terminal injection), with
   new IPC and UTS namespaces, and it cannot make a user namespace of its own (``--disable-userns``).
-* The kernel keyring, which is not namespaced like the rest, is refused by a system call filter
-  (:mod:`apps.toolkit.syscall_filter`), and ``/proc/keys`` and ``/proc/key-users`` cannot be read.
+* The kernel keyring, which is not namespaced like the rest, and io_uring are refused by a system call
+  filter (:mod:`apps.toolkit.syscall_filter`), and ``/proc/keys`` and ``/proc/key-users`` cannot be
+  read.
 * The network is a new, empty namespace (loopback only, nothing listens) unless the caller turns it on;
   "on" shares the host's network: the process can open connections like Toolgate itself, to the
   internet and to services on the host's addresses.

@@ -1,12 +1,18 @@
-"""The jail's system call filter: the kernel keyring is refused (``add_key``, ``keyctl``, ``request_key``).
+"""The jail's system call filter: the kernel keyring and io_uring are refused.
 
-The kernel's keyrings are not namespaced the way a jail's other resources are. Every jail's process is
-the same user outside its namespace (Toolgate's), so without the filter a key one jail adds is listed,
-with its description, in every other jail's ``/proc/keys``, whatever the tenant: a channel between
-tenants, and a shared quota one tenant could use up. Docker's default profile refuses the same three
-calls for the same reason. A refused call fails with ``EPERM``, as there; every other call is allowed
-(the jail's namespaces, dropped capabilities and limits are the confinement; this closes one shared
-kernel object they do not cover).
+* The kernel's keyrings are not namespaced the way a jail's other resources are. Every jail's process
+  is the same user outside its namespace (Toolgate's), so without the filter a key one jail adds is
+  listed, with its description, in every other jail's ``/proc/keys``, whatever the tenant: a channel
+  between tenants, and a shared quota one tenant could use up. ``add_key``, ``keyctl`` and
+  ``request_key`` fail with ``EPERM``, as under Docker's default profile, which refuses them for the
+  same reason.
+* io_uring (``io_uring_setup``, ``io_uring_enter``, ``io_uring_register``) is a large part of the
+  kernel that ordinary commands do not need and that has given unprivileged processes root more than
+  once; Docker's default profile refuses it too. It fails with ``ENOSYS``, as on a kernel built
+  without it, so programs that can use it (libuv, for one) fall back to ordinary system calls.
+
+Every other call is allowed: the jail's namespaces, dropped capabilities and limits are the
+confinement; this closes what they do not cover.
 
 The filter is compiled by **libseccomp** (Debian's ``libseccomp2``, which apt itself needs) into a
 classic BPF program, once per process, for the machine's own system call ABI and its compatibility ABIs
@@ -29,7 +35,15 @@ from pathlib import Path
 
 from django.conf import settings
 
-REFUSED = ("add_key", "keyctl", "request_key")
+# The refused system calls, and the error each gets.
+REFUSED = {
+    "add_key": errno.EPERM,
+    "keyctl": errno.EPERM,
+    "request_key": errno.EPERM,
+    "io_uring_setup": errno.ENOSYS,
+    "io_uring_enter": errno.ENOSYS,
+    "io_uring_register": errno.ENOSYS,
+}
 # The ABIs a program of the machine's own may also use, by the native one (``uname -m``).
 COMPAT_ABIS = {"x86_64": ("x86", "x32"), "aarch64": ("arm",)}
 _ALLOW = 0x7FFF0000  # SCMP_ACT_ALLOW
@@ -79,11 +93,11 @@ def program() -> bytes:
             token = lib.seccomp_arch_resolve_name(abi.encode())
             if token:
                 _check(lib.seccomp_arch_add(ctx, token), f"add the {abi} ABI")
-        for name in REFUSED:
+        for name, error in REFUSED.items():
             number = lib.seccomp_syscall_resolve_name(name.encode())
             if number < 0:
                 raise FilterUnavailable(f"libseccomp does not know the system call {name}")
-            _check(lib.seccomp_rule_add(ctx, _ERRNO | errno.EPERM, number, 0), f"refuse {name}")
+            _check(lib.seccomp_rule_add(ctx, _ERRNO | error, number, 0), f"refuse {name}")
         with tempfile.TemporaryFile() as out:
             _check(lib.seccomp_export_bpf(ctx, out.fileno()), "export the filter")
             out.seek(0)

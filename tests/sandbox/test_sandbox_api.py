@@ -59,7 +59,10 @@ def test_the_status_shows_the_engine_the_settings_and_the_images(admin_a, sandbo
     body = ok(admin_a.get(STATUS))
 
     assert body["jail"]["available"] is True
-    assert body["jail"]["syscall_filter"] == "add_key, keyctl, request_key"
+    assert (
+        body["jail"]["syscall_filter"]
+        == "add_key, keyctl, request_key, io_uring_setup, io_uring_enter, io_uring_register"
+    )
     assert body["engine"]["available"] is True
     assert body["engine"]["version"]
     assert body["engine"]["images"] == [sandbox_settings]

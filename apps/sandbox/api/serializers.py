@@ -25,7 +25,8 @@ class JailOutput(serializers.Serializer):  # type: ignore[type-arg]
         help_text="how the process limit is enforced: rlimit, cgroup or not enforced"
     )
     syscall_filter = serializers.CharField(
-        help_text="the system calls the jail refuses (the kernel keyring's); empty when it cannot be made"
+        help_text="the system calls the jail refuses (the kernel keyring's, io_uring's); empty when it "
+        "cannot be made"
     )
 
 
