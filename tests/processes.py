@@ -52,16 +52,21 @@ class LiveProcesses:
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         log = Path(os.environ.get("TMPDIR", "/tmp")) / f"toolgate-test-{self.label}{name}-{os.getpid()}.log"
         self.logs[name] = log
-        # The child keeps its own copy of the descriptor; ours is closed at once.
+        # The child keeps its own copy of the descriptor; ours is closed at once. Its database sessions
+        # are named after it (the channel layer names its own after the process id).
         with log.open("wb") as handle:
             return subprocess.Popen(
                 argv,
                 cwd=BASE_DIR,
-                env=self.env(),
+                env={**self.env(), "PGAPPNAME": self._session_name(name)},
                 stdout=handle,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+
+    def _session_name(self, name: str) -> str:
+        """The database sessions' name of this instance's process ``name``."""
+        return f"toolgate-test-{name}-{os.getpid()}-{id(self):x}"
 
     @property
     def base_url(self) -> str:
@@ -115,8 +120,20 @@ class LiveProcesses:
             self._qcluster = self._spawn("qcluster", [sys.executable, "manage.py", "qcluster"])
 
     def stop_all(self) -> None:
+        """Stop both processes, and wait (at most 10 s) until the database has ended their sessions: the
+        test database cannot be dropped at the end of the run while a session of theirs is still there."""
+        running = {
+            name: process.pid
+            for name, process in (("daphne", self._daphne), ("qcluster", self._qcluster))
+            if process is not None and process.poll() is None
+        }
         for process in (self._daphne, self._qcluster):
             _stop(process)
+        if running:
+            names = [self._session_name(name) for name in running]
+            names += [f"toolgate-channels-{pid}" for pid in running.values()]
+            names += [f"toolgate-channels-listener-{pid}-%" for pid in running.values()]
+            _wait_for_sessions_to_end(self.db_name, names)
 
     def __enter__(self) -> LiveProcesses:
         return self
@@ -146,6 +163,32 @@ def _stop(process: subprocess.Popen[bytes] | None) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+
+
+def _wait_for_sessions_to_end(db_name: str, names: list[str]) -> None:
+    """Wait (at most 10 s) until ``db_name`` holds no session whose name is like one of ``names``
+    (sessions of processes that have exited: the server notices the closed connections a moment later)."""
+    import psycopg
+    from django.db import connection
+
+    settings = connection.settings_dict
+    with psycopg.connect(
+        host=settings["HOST"] or None,
+        port=settings["PORT"] or None,
+        user=settings["USER"] or None,
+        password=settings["PASSWORD"] or None,
+        dbname="postgres",
+        autocommit=True,
+    ) as admin:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            row = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND application_name LIKE ANY(%s)",
+                [db_name, names],
+            ).fetchone()
+            if row is None or row[0] == 0:
+                return
+            time.sleep(0.1)
 
 
 def wait_until(check: Any, timeout: float = 60.0) -> Any:
