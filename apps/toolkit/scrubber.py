@@ -855,7 +855,9 @@ class Scrubber:
         if self._ordered is None:
             self._ordered = tuple(sorted(self._values, key=len, reverse=True))
         values, addresses = self._ordered, server_addresses()
-        if addresses is not self._done_addresses:  # changed settings (tests): forget, remember from the next
+        if self._done_addresses is None:
+            self._done_addresses = addresses
+        elif addresses is not self._done_addresses:  # other settings (tests): forget; remember from the next
             self._done, self._done_addresses = {}, addresses
             memory = {}
         remembered = len(text) <= _REMEMBERED_CHARS

@@ -587,6 +587,27 @@ def test_empty_text() -> None:
     assert Scrubber(["abcdef"]).scrub("") == ""
 
 
+def test_a_scrubber_scrubs_a_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a call's outputs and arguments repeat is scrubbed once (the bridge's echo: three times the
+    same text), from the first scrub of a new scrubber on."""
+    scrubbed: list[str] = []
+    full = Scrubber._scrub
+
+    def counted(text: str, values: tuple[str, ...], addresses: tuple[str, ...]) -> str:
+        scrubbed.append(text)
+        return full(text, values, addresses)
+
+    monkeypatch.setattr(Scrubber, "_scrub", staticmethod(counted))
+    s = Scrubber(["hunter2-secret-value"])
+    assert [s.scrub("bench"), s.scrub("bench"), s.scrub("a hunter2-secret-value")] == [
+        "bench",
+        "bench",
+        "a [REDACTED]",
+    ]
+    assert s.scrub("a hunter2-secret-value") == "a [REDACTED]"
+    assert scrubbed == ["bench", "a hunter2-secret-value"]
+
+
 def test_a_scrubber_remembers_a_text_only_until_a_value_is_registered() -> None:
     """A call scrubs the same short text several times; what a scrubber remembers of it never outlives
     a value registered after it (a server's credential registered during the call)."""
