@@ -179,12 +179,26 @@ def write_and_publish(
             cursor.execute(statement, params)
         return
     try:
-        with conn.cursor() as cursor:
+        with _bound_cursor(conn) as cursor:
             cursor.execute(f"WITH written AS ({statement}) {send}", [*params, *send_params])
     except DatabaseError:
         logger.exception("could not store live message %s for %s with its record", message["type"], group)
         with conn.cursor() as cursor:  # autocommit: the failed statement left nothing to undo
             cursor.execute(statement, params)
+
+
+def _bound_cursor(conn: Any) -> Any:
+    """A cursor of Django's connection ``conn`` (its error mapping, query log and execute wrappers) that
+    binds its parameters on the server (psycopg's own ``Cursor``; Django's binds them client-side, in
+    Python). For the one statement every tool call runs: its parameters are sent as they are instead of
+    being quoted into its text, and psycopg has the server prepare it once it has run a few times on a
+    connection (``prepare_threshold``; never behind a transaction pooler, where it is off)."""
+    import psycopg
+
+    conn.close_if_health_check_failed()
+    conn.ensure_connection()
+    with conn.wrap_database_errors:
+        return conn._prepare_cursor(psycopg.Cursor(conn.connection))
 
 
 def publish_to_actor(*, tenant: Tenant, kind: str, actor_id: str, type: str, data: dict[str, Any]) -> None:
