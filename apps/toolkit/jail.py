@@ -293,6 +293,9 @@ def _system_binds() -> list[str]:
     return args
 
 
+_KEY_LISTS = tuple(path for path in ("/proc/keys", "/proc/key-users") if os.path.exists(path))
+
+
 def bwrap_args(jail: Jail, *, cwd: str, bwrap: str, seccomp_fd: int | None = None) -> list[str]:
     """bubblewrap's arguments for ``jail``, up to and including ``--``; ``seccomp_fd``: where bubblewrap
     reads the system call filter (:mod:`apps.toolkit.syscall_filter`) from, opened by the caller."""
@@ -313,8 +316,10 @@ def bwrap_args(jail: Jail, *, cwd: str, bwrap: str, seccomp_fd: int | None = Non
     args += _system_binds()
     args += ["--proc", "/proc", "--dev", "/dev"]
     # The kernel's key lists are not the jail's own (the filter keeps a jail from adding keys; these
-    # would still show the host's and count them per user): unreadable, as in Docker.
-    args += ["--ro-bind", "/dev/null", "/proc/keys", "--ro-bind", "/dev/null", "/proc/key-users"]
+    # would still show the host's and count them per user): unreadable, as in Docker. A kernel without
+    # keys has neither file (nor the calls the filter refuses).
+    for keys in _KEY_LISTS:
+        args += ["--ro-bind", "/dev/null", keys]
     args += ["--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]  # noqa: S108 - the jail's private tmpfs
     args += ["--symlink", "../tmp", "/var/tmp"]  # noqa: S108 - the same tmpfs, without a mount of its own
     # After the tmpfs mounts, so a listed directory under /tmp is not hidden by them.
@@ -639,6 +644,10 @@ def launch(jail: Jail, argv: Sequence[str], *, cwd: str, passed_fds: Collection[
     :class:`JailUnavailable` when jails cannot be made here."""
     current = check()
     use_nproc = current.pids_limit == "rlimit"
+    try:
+        seccomp = str(syscall_filter.path())  # the probe's file, written again should it have gone
+    except (syscall_filter.FilterUnavailable, OSError) as error:
+        raise JailUnavailable(f"the jail's system call filter could not be built: {error}") from error
     # The trampoline opens the system call filter for bubblewrap on a descriptor the caller passes none on.
     seccomp_fd = next(fd for fd in range(3, 10) if fd not in passed_fds)
     jailed = [*bwrap_args(jail, cwd=cwd, bwrap=current.bwrap, seccomp_fd=seccomp_fd), *argv]
@@ -666,7 +675,7 @@ def launch(jail: Jail, argv: Sequence[str], *, cwd: str, passed_fds: Collection[
         jailed = [*_prlimit_args(jail.limits, prlimit=prlimit, use_nproc=use_nproc), *jailed]
     target = "sh" if group is None else str(group / ("tasks" if _cgroups.version == 1 else "cgroup.procs"))
     script = " && ".join([*steps, 'exec "$@"'])
-    return Launch(["/bin/sh", "-c", script, target, current.seccomp, *jailed], cgroup=group)
+    return Launch(["/bin/sh", "-c", script, target, seccomp, *jailed], cgroup=group)
 
 
 def run(

@@ -318,6 +318,15 @@ def test_the_kernel_keyring_io_uring_and_new_user_namespaces_are_refused(shell_r
     assert nested.splitlines()[-1] != "rc=0", nested
 
 
+def test_a_filter_file_that_went_away_is_written_again(member_a, agent_a, settings):
+    settings.TOOLGATE_JAIL_WARM = 0  # a new jail for the command, made after the file went
+    program = Path(jail.status().seccomp)
+    program.unlink()
+    out = text_of(execute(member_a, "exec", {"command": "grep Seccomp: /proc/self/status"}))
+    assert out.split()[:2] == ["Seccomp:", "2"], out
+    assert program.is_file()
+
+
 # --- a stdio MCP server ------------------------------------------------------------------------------
 
 
