@@ -189,16 +189,21 @@ def write_and_publish(
 
 def _bound_cursor(conn: Any) -> Any:
     """A cursor of Django's connection ``conn`` (its error mapping, query log and execute wrappers) that
-    binds its parameters on the server (psycopg's own ``Cursor``; Django's binds them client-side, in
-    Python). For the one statement every tool call runs: its parameters are sent as they are instead of
-    being quoted into its text, and psycopg has the server prepare it once it has run a few times on a
-    connection (``prepare_threshold``; never behind a transaction pooler, where it is off)."""
-    import psycopg
+    binds its parameters on the server (Django's ``ServerBindingCursor``; its default cursors bind them
+    client-side, quoting each into the statement's text in Python). For the one statement every tool
+    call runs: its parameters (about thirty) are sent apart from its text, as they are. (Not prepared: Django keeps
+    psycopg's preparing off, and a prepared statement leaves no text in Django's query log.)
+
+    Only where the connection's cursors are Django's plain client-side ones: cursors of another class
+    (tracing's, which record the statement as a span, or server-side ones already) are kept."""
+    from django.db.backends.postgresql.base import Cursor, ServerBindingCursor
 
     conn.close_if_health_check_failed()
     conn.ensure_connection()
+    if conn.connection.cursor_factory is not Cursor:
+        return conn.cursor()
     with conn.wrap_database_errors:
-        return conn._prepare_cursor(psycopg.Cursor(conn.connection))
+        return conn._prepare_cursor(ServerBindingCursor(conn.connection))  # type: ignore[call-arg]
 
 
 def publish_to_actor(*, tenant: Tenant, kind: str, actor_id: str, type: str, data: dict[str, Any]) -> None:

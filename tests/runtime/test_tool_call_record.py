@@ -97,3 +97,14 @@ def test_the_row_lands_when_its_live_event_cannot_be_stored(
     assert body["is_error"] is False
     assert ToolCall.objects.for_tenant(tenant_a).filter(pk=body["call_id"], resolved_tool="datetime").exists()
     assert stored_for(layer, channel) == []
+
+
+def test_the_statement_is_bound_on_the_server(member_a, tenant_a, agent):
+    """Its parameters are sent apart from its text (``$1`` …), not quoted into it in Python."""
+    with CaptureQueriesContext(connection) as queries:
+        execute(member_a)
+        execute(member_a)
+    recorded = [sql for sql in writes(queries, "audit_toolcall") if sql.startswith("WITH written AS")]
+    assert len(recorded) == 2
+    assert all("$1" in sql and "'datetime'" not in sql for sql in recorded), recorded
+    assert ToolCall.objects.filter(tenant=tenant_a, tool="datetime").count() == 2
