@@ -4,7 +4,7 @@
 # apt-get when missing and we are root; otherwise a warning: Toolgate still serves, and refuses tenants'
 # commands with the reason (also on /readyz and the dashboard's Sandbox page) until it is installed.
 set -euo pipefail
-have_seccomp() { ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; }
+have_seccomp() { { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep 'libseccomp\.so\.2' >/dev/null; }
 command -v bwrap >/dev/null 2>&1 && have_seccomp && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "Installing bubblewrap and libseccomp2 (the jail for tenants' commands)"

@@ -17,7 +17,7 @@ missing=()
 [ -x /usr/bin/wrk ] || missing+=(wrk)
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q "ok installed" || missing+=(busybox-static)
 # libseccomp: the jail's system call filter (apps/toolkit/syscall_filter.py)
-ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2' || missing+=(libseccomp2)
+{ ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep 'libseccomp\.so\.2' >/dev/null || missing+=(libseccomp2)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exec bash "$(dirname "$0")/docker-engine.sh"
