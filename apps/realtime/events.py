@@ -191,8 +191,9 @@ def _bound_cursor(conn: Any) -> Any:
     """A cursor of Django's connection ``conn`` (its error mapping, query log and execute wrappers) that
     binds its parameters on the server (Django's ``ServerBindingCursor``; its default cursors bind them
     client-side, quoting each into the statement's text in Python). For the one statement every tool
-    call runs: its parameters (about thirty) are sent apart from its text, as they are. (Not prepared: Django keeps
-    psycopg's preparing off, and a prepared statement leaves no text in Django's query log.)
+    call runs: its parameters (about thirty) are sent apart from its text, as they are. It is not
+    prepared: Django keeps psycopg's preparing off, and a prepared statement leaves no text in Django's
+    query log.
 
     Only where the connection's cursors are Django's plain client-side ones: cursors of another class
     (tracing's, which record the statement as a span, or server-side ones already) are kept."""
