@@ -16,7 +16,9 @@ from psycopg import sql
 BENCH_DB = "toolgate_bench"
 
 
-def _admin_connection(settings_dict: dict[str, Any]) -> psycopg.Connection[Any]:
+def admin_connection(settings_dict: dict[str, Any]) -> psycopg.Connection[Any]:
+    """An autocommit connection to the ``postgres`` database of ``settings_dict``'s server (also the
+    tests' view of the server's sessions, ``tests.processes``)."""
     # CREATE/DROP DATABASE cannot run inside the database concerned, nor in a transaction.
     return psycopg.connect(
         host=settings_dict["HOST"] or None,
@@ -39,7 +41,7 @@ def _checked_name(settings_dict: dict[str, Any]) -> str:
 def recreate(settings_dict: dict[str, Any]) -> None:
     """Drop whatever a crashed earlier run left behind and create an empty bench database."""
     name = sql.Identifier(_checked_name(settings_dict))
-    with _admin_connection(settings_dict) as conn:
+    with admin_connection(settings_dict) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
 
@@ -47,7 +49,7 @@ def recreate(settings_dict: dict[str, Any]) -> None:
 def drop(settings_dict: dict[str, Any]) -> None:
     """Drop the bench database; FORCE ends connections still held (e.g. a channel-layer pool)."""
     name = sql.Identifier(_checked_name(settings_dict))
-    with _admin_connection(settings_dict) as conn:
+    with admin_connection(settings_dict) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
 
 

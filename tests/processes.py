@@ -168,18 +168,11 @@ def _stop(process: subprocess.Popen[bytes] | None) -> None:
 def _wait_for_sessions_to_end(db_name: str, names: list[str]) -> None:
     """Wait (at most 10 s) until ``db_name`` holds no session whose name is like one of ``names``
     (sessions of processes that have exited: the server notices the closed connections a moment later)."""
-    import psycopg
     from django.db import connection
 
-    settings = connection.settings_dict
-    with psycopg.connect(
-        host=settings["HOST"] or None,
-        port=settings["PORT"] or None,
-        user=settings["USER"] or None,
-        password=settings["PASSWORD"] or None,
-        dbname="postgres",
-        autocommit=True,
-    ) as admin:
+    from bench.db import admin_connection
+
+    with admin_connection(connection.settings_dict) as admin:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             row = admin.execute(
