@@ -141,7 +141,6 @@ class Status:
     version: str = ""
     pids_limit: str = ""  # "rlimit", "cgroup", or "" when it cannot be enforced here
     nproc_flag: str = ""  # /bin/sh's ulimit option for processes ("-u" or "-p"); "" to use prlimit
-    seccomp: str = ""  # the system call filter's file (apps.toolkit.syscall_filter)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -150,7 +149,8 @@ class Status:
             "bwrap": self.bwrap,
             "version": self.version,
             "pids_limit": self.pids_limit or "not enforced",
-            "syscall_filter": ", ".join(syscall_filter.REFUSED) if self.seccomp else "",
+            # A jail is only made with the filter (the probe builds it): available means filtered.
+            "syscall_filter": ", ".join(syscall_filter.REFUSED) if self.available else "",
         }
 
 
@@ -596,9 +596,7 @@ def _probe() -> Status:
                 "jail: Toolgate runs as root and no pids cgroup can be made, so the jails' process limit "
                 "is not enforced; run Toolgate as an unprivileged user or delegate a pids cgroup to it"
             )
-    return Status(
-        True, bwrap=bwrap, version=version, pids_limit=pids, nproc_flag=_shell_nproc_flag(), seccomp=seccomp
-    )
+    return Status(True, bwrap=bwrap, version=version, pids_limit=pids, nproc_flag=_shell_nproc_flag())
 
 
 def status(*, refresh: bool = False) -> Status:

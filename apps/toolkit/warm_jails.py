@@ -378,18 +378,10 @@ def run(
     except OSError:
         return None
     # Everything a jail is made of: its bubblewrap arguments (the workspace's path, network, bound
-    # directories, the /etc copy), its limits, its system call filter, and the workspace directory
-    # itself (one made again at the same path is another).
+    # directories, the /etc copy), its limits, and the workspace directory itself (one made again at
+    # the same path is another). Its system call filter is the same for every jail of a process.
     bwrap = tuple(jails.bwrap_args(jail, cwd=jails.WORKDIR, bwrap=current.bwrap))
-    key = (
-        bwrap,
-        jail.limits,
-        current.seccomp,
-        directory.st_dev,
-        directory.st_ino,
-        current.pids_limit,
-        current.nproc_flag,
-    )
+    key = (bwrap, jail.limits, directory.st_dev, directory.st_ino, current.pids_limit, current.nproc_flag)
     pool = _here()
     warm = _take(pool, jail, key, limit)
     if warm is None:

@@ -27,7 +27,7 @@ from apps.mcp_grants.models import MCPServer
 from apps.secure_cli import services as cli_services
 from apps.tenants.actors import Actor
 from apps.tenants.models import Tenant
-from apps.toolkit import jail
+from apps.toolkit import jail, syscall_filter
 from apps.toolkit.workspace import workspace_for
 from config import embedded_db
 from tests.jail_support import programs_visible_in_jail
@@ -320,7 +320,7 @@ def test_the_kernel_keyring_io_uring_and_new_user_namespaces_are_refused(shell_r
 
 def test_a_filter_file_that_went_away_is_written_again(member_a, agent_a, settings):
     settings.TOOLGATE_JAIL_WARM = 0  # a new jail for the command, made after the file went
-    program = Path(jail.status().seccomp)
+    program = syscall_filter.path()
     program.unlink()
     out = text_of(execute(member_a, "exec", {"command": "grep Seccomp: /proc/self/status"}))
     assert out.split()[:2] == ["Seccomp:", "2"], out
