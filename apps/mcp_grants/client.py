@@ -239,6 +239,42 @@ class _GuardedBackend(httpcore2.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+# A streamable-HTTP request's event stream is closed by the SDK's client as soon as the response event
+# is in, a moment before the server ends it; closed unfinished, the connection would be dropped and the
+# next call pay a new one. What is left is read first, within these bounds, so the connection is kept.
+EVENT_STREAM_DRAIN_SECONDS = 0.05
+EVENT_STREAM_DRAIN_BYTES = 64 * 1024
+
+
+class _KeptEventStream(httpx2.AsyncByteStream):
+    """The body of a POST answered with an event stream: closing it reads what the server still sends
+    (normally nothing but the end of the stream) before closing, so the connection goes back to the pool.
+    A server that keeps the stream open past the bounds loses the connection, as before."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self._inner = inner
+        self._closed = False
+
+    async def __aiter__(self) -> Any:
+        async for chunk in self._inner:
+            yield chunk
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            left = EVENT_STREAM_DRAIN_BYTES
+            # A failure to read the rest only means the connection is closed below, as it would have been.
+            with anyio.move_on_after(EVENT_STREAM_DRAIN_SECONDS), contextlib.suppress(Exception):
+                async for chunk in self._inner:
+                    left -= len(chunk)
+                    if left < 0:
+                        break
+        finally:
+            await self._inner.aclose()
+
+
 class _GuardedTransport(httpx2.AsyncHTTPTransport):
     def __init__(self, policy: AddressPolicy) -> None:
         super().__init__(trust_env=False)
@@ -246,6 +282,14 @@ class _GuardedTransport(httpx2.AsyncHTTPTransport):
             ssl_context=httpx2.create_ssl_context(trust_env=False),
             network_backend=_GuardedBackend(policy),
         )
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await super().handle_async_request(request)
+        content_type = response.headers.get("content-type", "").lower()
+        if request.method == "POST" and content_type.startswith("text/event-stream"):
+            assert isinstance(response.stream, httpx2.AsyncByteStream)
+            response.stream = _KeptEventStream(response.stream)
+        return response
 
 
 def _http_client(

@@ -30,6 +30,7 @@ DEMO_TOOLS = frozenset(
         "fail",
         "kinds",
         "options",
+        "peer",
         "pid",
         "pixel",
         "probe",

@@ -350,6 +350,11 @@ def test_http_transports(tenant_a, member_a, settings, transport):
         counts = [call(member_a, "mcp_demo__counter")["for_llm"] for _ in range(3)]
         assert len(pids) == 1
         assert counts[-1] == str(int(counts[0]) + 2)
+        # one HTTP connection carries the calls (a streamable-HTTP answer's event stream is read to its
+        # end, so its connection is kept), not a new one per call
+        peers = {call(member_a, "mcp_demo__peer")["for_llm"] for _ in range(5)}
+        assert len(peers) == 1, peers
+        assert peers.pop().startswith("127.0.0.")
 
         # the SSRF guard is applied again when connecting, not only at registration
         settings.TOOLGATE_SSRF_ALLOW_NETS = ""

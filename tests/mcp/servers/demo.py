@@ -93,6 +93,13 @@ def whoami(host: str = "", port: int = 0) -> str:
     return f"uid={os.getuid()} reached={reached}"
 
 
+@server.tool(description="The address and port the HTTP request came from (its connection); stdio: none.")
+def peer(ctx: Context) -> str:
+    request = ctx.request_context.request
+    client = getattr(request, "client", None)
+    return f"{client.host}:{client.port}" if client else "none"
+
+
 @server.tool(description="Wait, then answer.")
 async def sleep(seconds: float) -> str:
     await asyncio.sleep(seconds)
