@@ -69,12 +69,12 @@ def url(transport: str, port: int) -> str:
 
 
 @contextlib.contextmanager
-def http_server(transport: str, port: int = 0) -> Iterator[str]:
-    """Start the demo server over ``sse`` or ``streamable-http`` (on ``port``, or a free one); yields its
-    URL."""
+def http_server(transport: str, port: int = 0, script: Path = DEMO) -> Iterator[str]:
+    """Start the demo server (or ``script``, taking the same arguments) over ``sse`` or
+    ``streamable-http`` (on ``port``, or a free one); yields its URL."""
     port = port or free_port()
     process = subprocess.Popen(
-        [sys.executable, str(DEMO), transport, HOST, str(port)],
+        [sys.executable, str(script), transport, HOST, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

@@ -30,6 +30,7 @@ from tests.mcp.live_servers import ALLOW_NETS, DEMO_TOOLS, http_server, kill_std
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("mcp_connections")]
 
 HANGING = Path(__file__).resolve().parent / "servers" / "hanging.py"
+LINGERING = Path(__file__).resolve().parent / "servers" / "lingering.py"
 TOOLS = DEMO_TOOLS
 
 
@@ -363,6 +364,28 @@ def test_http_transports(tenant_a, member_a, settings, transport):
         blocked = call(member_a, "mcp_demo__echo", {"text": "x"})
         assert blocked["is_error"]
         assert "blocked" in blocked["for_llm"]
+
+
+def test_a_server_that_keeps_its_answer_streams_open_is_answered_and_holds_no_connections(
+    tenant_a, member_a, settings
+):
+    """A streamable-HTTP server that never ends an answer's event stream: each call is answered at
+    once, and the streams are given up shortly after (the rest of a stream is read only briefly)."""
+    settings.TOOLGATE_SSRF_ALLOW_NETS = ALLOW_NETS
+    with http_server("streamable-http", script=LINGERING) as url:
+        register(tenant_a, name="lingering", transport="streamable-http", command="", args=[], url=url)
+        started = time.monotonic()
+        assert [call(member_a, "mcp_lingering__echo", {"text": str(i)})["for_llm"] for i in range(5)] == [
+            "0",
+            "1",
+            "2",
+            "3",
+            "4",
+        ]
+        assert time.monotonic() - started < 5
+        time.sleep(0.5)
+        # the five answers' connections are closed: open now are this call's and at most one idle one
+        assert int(call(member_a, "mcp_lingering__connections")["for_llm"]) <= 2
 
 
 def test_per_user_credentials_get_their_own_connection_and_are_scrubbed(tenant_a, member_a):
