@@ -151,6 +151,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Innermost, and synchronous only: it keeps the whole chain in the request's thread under ASGI
+    # (see its docstring and tests/api/test_request_threads.py).
     "apps.tenants.middleware.DatabaseUnavailableMiddleware",
 ]
 
