@@ -1,5 +1,6 @@
 """Finishing a call that waits for a human's approval, from async code (the REST execute view and the
-MCP endpoint), without holding a thread or a database connection while it waits."""
+MCP endpoint), without holding a database connection while it waits, nor a thread on the MCP endpoint
+(the REST view's request keeps its own idle thread: see ``ExecuteView``)."""
 
 from __future__ import annotations
 

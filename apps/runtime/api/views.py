@@ -65,10 +65,12 @@ class ExecuteView(TenantViewMixin, APIView):
     """Run one tool call for an agent. A tool's own failure is 200 with ``is_error: true``.
 
     An exec call that needs a human's approval waits for the decision (at most
-    ``TOOLGATE_APPROVAL_TIMEOUT_SECONDS``) without holding a thread or a database connection: the
-    route is served by an async view (:meth:`as_view`) that runs this synchronous view, and, when it
-    handed back a pending call, awaits the decision and finishes the call. With ``"wait": false`` in
-    the context the answer is 202 with the approval's id at once.
+    ``TOOLGATE_APPROVAL_TIMEOUT_SECONDS``) without holding a database connection or a pooled thread:
+    the route is served by an async view (:meth:`as_view`) that runs this synchronous view, and, when
+    it handed back a pending call, awaits the decision and finishes the call. (The synchronous
+    middleware above it keeps the request's own thread, which asgiref makes for each request, waiting
+    idle meanwhile; no other request waits for it.) With ``"wait": false`` in the context the answer
+    is 202 with the approval's id at once.
 
     The call's origin is its caller's (``apps.runtime.caller``): a context naming another origin, or one
     of Toolgate's internal channels, is refused with 403 before anything runs or is recorded."""
