@@ -22,6 +22,7 @@ from opentelemetry.trace import SpanKind
 from apps.accounts import services as tenant_services
 from apps.mcp_grants import client, services
 from apps.policy import services as policy_services
+from apps.runtime import ratelimit
 from apps.tenants import tracing
 from apps.tenants.actors import Actor
 from apps.tenants.roles import Role
@@ -45,11 +46,14 @@ STAGES = [
 
 def _fresh_pool() -> None:
     # psycopg's instrumentation applies to connections opened after it is switched on (or off): the
-    # pool's open ones are dropped, as a process starting with tracing on has none yet.
+    # pool's open ones are dropped, as a process starting with tracing on has none yet, and so are the
+    # rate limit's own connections (one per thread, outside Django's): one opened while tracing was on
+    # would go on sending spans after it is off.
     for connection in connections.all(initialized_only=True):
         if not connection.in_atomic_block:
             connection.close()
             connection.close_pool()  # type: ignore[attr-defined]  # the PostgreSQL backend's
+    ratelimit.close_connections()
 
 
 @pytest.fixture
@@ -149,7 +153,8 @@ def test_tracing_off_records_no_span(member):
     tracing.start(processor=SimpleSpanProcessor(exporter))
     tracing.stop()
     _execute(member, "datetime", {})
-    assert exporter.get_finished_spans() == ()
+    finished = exporter.get_finished_spans()
+    assert finished == (), [(span.name, span.attributes) for span in finished]
     assert not tracing.enabled()
 
 
