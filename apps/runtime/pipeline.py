@@ -359,7 +359,8 @@ class _Call:
             return self.finish(Decision.DENIED, ToolResult.error(f"tool not allowed by policy: {self.name}"))
 
         # 3. origin restrictions, then approvals
-        if tool_name in self.policy.origin_deny.get(_origin(request), ()):
+        origin_denied = self.policy.origin_deny.get(_origin(request), frozenset())
+        if tool_name in origin_denied:
             return self.finish(
                 Decision.ORIGIN_DENIED,
                 ToolResult.error(f"tool {tool_name} is not allowed for calls of origin {_origin(request)!r}"),
@@ -373,7 +374,7 @@ class _Call:
             policy=self.policy,
             # What the tool itself may offer (``mcp_tool_search``): the listing's tools, so without
             # those this call's origin may not use.
-            allowed=[n for n in self.allowed if n not in self.policy.origin_deny.get(_origin(request), ())],
+            allowed=[n for n in self.allowed if n not in origin_denied] if origin_denied else self.allowed,
         )
         return None
 
